@@ -1,0 +1,87 @@
+/* pto/errors.h — the error codes of the ptod wire protocol (docs/protocol.md).
+ *
+ * One table, PTO_ERROR_MAP, gives every error its name, its number and a
+ * default message.  Runtime codes keep the reference runtime's numbers so its
+ * troubleshooting notes apply; daemon codes start at 1000.
+ *
+ * Conventions: functions that can fail return 0 or a negative value, -code,
+ * where code is one of PTO_E_*; the details go into a pto_error_t that the
+ * caller owns (no allocation).
+ */
+#ifndef PTO_ERRORS_H
+#define PTO_ERRORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(NAME, code, default message) */
+#define PTO_ERROR_MAP(X)                                                                           \
+  X(SCOPE_DEADLOCK, 1, "A scope already holds window-1 tasks of its ring.")                        \
+  X(HEAP_RING_DEADLOCK, 2, "The task allocator could not reserve the heap bytes for another task.") \
+  X(FLOW_CONTROL_DEADLOCK, 3, "The task window had no free slot for another task.")                \
+  X(DEP_POOL_OVERFLOW, 4, "The dependency pool ran out of entries.")                               \
+  X(INVALID_ARGS, 5, "The program's arguments are invalid.")                                       \
+  X(EXPLICIT_ORCH_FATAL, 9, "The orchestration reported a fatal error.")                           \
+  X(TENSORMAP_OVERFLOW, 11, "The tensor map ran out of entries.")                                  \
+  X(SCHEDULER_TIMEOUT, 100, "The run made no progress within the run timeout.")                    \
+  X(INVALID_REQUEST, 1000, "The request is malformed.")                                            \
+  X(INVALID_CONFIG, 1001, "The configuration is invalid.")                                         \
+  X(UNKNOWN_METHOD, 1002, "No such method.")                                                       \
+  X(UNKNOWN_PROGRAM, 1003, "No such program.")                                                     \
+  X(BUSY, 1004, "The admission queue is full; retry later.")                                       \
+  X(DEADLINE_EXCEEDED, 1005, "The request could not start before its deadline.")                   \
+  X(SHUTTING_DOWN, 1006, "The daemon is shutting down.")                                           \
+  X(OUT_OF_MEMORY, 1007, "The device memory limit would be exceeded.")                             \
+  X(NOT_FOUND, 1008, "No such buffer.")                                                            \
+  X(ALREADY_EXISTS, 1009, "A buffer of that name already exists.")                                 \
+  X(PERMISSION_DENIED, 1010, "This peer is not allowed to use the daemon.")                        \
+  X(MESSAGE_TOO_LARGE, 1011, "The message is larger than max_message.")                            \
+  X(INTERNAL, 1099, "Internal error.")
+
+enum pto_error_code {
+  PTO_OK = 0,
+#define PTO_ERROR_ENUM_(name, code, msg) PTO_E_##name = (code),
+  PTO_ERROR_MAP(PTO_ERROR_ENUM_)
+#undef PTO_ERROR_ENUM_
+};
+
+/* No ring applies to the error (pto_error_t.ring). */
+#define PTO_NO_RING (-1)
+
+/* Everything a failure carries to the wire error map.  Fixed-size so it can
+ * live on the stack or inside a request without allocation.  Detail fields
+ * are meaningful when set: ring >= 0, requested/capacity when ring >= 0, hint
+ * and key when non-empty. */
+typedef struct pto_error {
+  int code;          /* PTO_OK or a pto_error_code */
+  int ring;          /* PTO_NO_RING, or the ring 0..3 the error is about */
+  uint64_t requested;
+  uint64_t capacity;
+  char key[64];      /* the offending key or argument name, when one */
+  char message[512]; /* a full sentence a person can act on */
+  char hint[256];    /* which field to raise and to what, or "" */
+} pto_error_t;
+
+/* "HEAP_RING_DEADLOCK" for 2; NULL for an unknown code. */
+const char *pto_error_name(int code);
+/* The table's default message; NULL for an unknown code. */
+const char *pto_error_default_message(int code);
+/* 2 for "HEAP_RING_DEADLOCK"; -1 for an unknown name. */
+int pto_error_from_name(const char *name);
+
+/* Reset to PTO_OK with no detail. */
+void pto_error_clear(pto_error_t *err);
+/* Set code and a printf-formatted message, clear the detail; returns -code so
+ * callers can write `return pto_error_set(err, PTO_E_X, "...")`.  err may be
+ * NULL.  The message is truncated to fit. */
+int pto_error_set(pto_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif
