@@ -16,7 +16,8 @@
  *   ring_heap must have exactly 4 entries (one per scope-depth ring), got 3
  *   ring_heap entries must be a power of 2 >= 1024 (or 0 to keep default), got 1000
  * Parse errors return -PTO_E_INVALID_CONFIG with that text in err->message and
- * the field name ("ring_heap") in err->key.  Nothing here allocates or logs.
+ * the field name ("ring_heap") in err->key; err->hint says what would be
+ * accepted.  Nothing here allocates or logs.
  */
 #ifndef PTO_SIZING_H
 #define PTO_SIZING_H
@@ -95,12 +96,17 @@ int pto_sizing_parse_msgpack(pto_ring_field_t field, const struct msgpack_object
                              uint64_t ret_rings[PTO_RING_COUNT], pto_error_t *ret_err);
 
 /* Parse the text of a PTO2_RING_* variable: one decimal integer, or four
- * comma-separated (0 keeps the lower level).  No size suffixes. */
+ * comma-separated (0 keeps the lower level), spaces allowed around each
+ * number.  No size suffixes.  An empty text, an empty entry (a trailing
+ * comma) or anything not a number is rejected with the token quoted
+ * (`got "12x"`, `got ""`); a number past UINT64_MAX is rejected, never
+ * wrapped.  A lone 0 is rejected like a scalar 0; "0,0,0,0" sets nothing. */
 int pto_sizing_parse_env(pto_ring_field_t field, const char *text,
                          uint64_t ret_rings[PTO_RING_COUNT], pto_error_t *ret_err);
 
 /* Parse a config-file value: as the environment form, and every number may
- * carry a binary size suffix K, M or G ("512M", "256M,0,0,0"). */
+ * carry a binary size suffix K, M or G ("512M", "256M,0,0,0"), upper case
+ * only, as pto_size_parse() reads it. */
 int pto_sizing_parse_config(pto_ring_field_t field, const char *text,
                             uint64_t ret_rings[PTO_RING_COUNT], pto_error_t *ret_err);
 
@@ -118,8 +124,10 @@ void pto_sizing_resolve(const pto_sizing_t *request, const pto_sizing_t *env,
  * to pass a fully specified sizing, e.g. the prewarm sizing). */
 void pto_sizing_from_resolved(const pto_sizing_resolved_t *resolved, pto_sizing_t *ret);
 
-/* The cache key: FNV-1a-64 over the 12 values serialised as little-endian
- * uint64, ring by ring (task_window[r], heap[r], dep_pool[r]). */
+/* The cache key: FNV-1a-64 (offset basis 14695981039346656037 =
+ * 0xcbf29ce484222325, prime 1099511628211) over the 12 values serialised as
+ * little-endian uint64, ring by ring (task_window[r], heap[r], dep_pool[r]).
+ * The built-in defaults give 0xef9b6111db51b6a5. */
 uint64_t pto_sizing_key(const pto_sizing_resolved_t *sizing);
 /* Full comparison of the 12 values (sources are not part of the key). */
 bool pto_sizing_equal(const pto_sizing_resolved_t *a, const pto_sizing_resolved_t *b);
@@ -127,6 +135,14 @@ bool pto_sizing_equal(const pto_sizing_resolved_t *a, const pto_sizing_resolved_
 /* "16 B", "1000 B", "4 KiB", "512 MiB", "1 GiB": exact binary multiples get
  * a unit; anything else is bytes.  Returns what snprintf returns. */
 int pto_size_format(uint64_t bytes, char *buf, size_t len);
+
+/* The size grammar of the config file, shared by [ring] values and the
+ * daemon's size keys: decimal digits, optionally followed by one binary
+ * suffix K (2^10), M (2^20) or G (2^30).  Suffixes are upper case only
+ * ("512m" is rejected: m reads as milli or minutes elsewhere).  No sign, no
+ * spaces, no other base.  text need not be NUL-terminated.
+ * Returns 0, -EINVAL (not that grammar) or -ERANGE (over UINT64_MAX). */
+int pto_size_parse(const char *text, size_t len, uint64_t *ret_bytes);
 
 /* The one formatter for logs and messages:
  * "task_window=[16384, 16384, 16384, 16384] heap=[512 MiB, 256 MiB, 256 MiB, 256 MiB] dep_pool=[...]"

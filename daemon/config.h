@@ -1,0 +1,175 @@
+/* config.h — the daemon's configuration file: INI (libinih) -> cfg_t.
+ *
+ * One table (cfg_key_table) describes every key: section, name, type,
+ * default, range, a one-line doc and whether a reload applies it live.  The
+ * parser, the defaults, cfg_print, cfg_diff and cfg_merge_live all walk that
+ * table, and the tests check systemd/ptod.conf and docs/configuration.md
+ * against it, so a key cannot exist in one place and not the others.
+ *
+ * The file, and why it is strict: a knob is never silently dropped.
+ *   - Only the sections [daemon], [device], [ring] and [prewarm], and only the
+ *     keys of the table.  Anything else, a key outside a section, or a key
+ *     set twice is an error.
+ *   - Comments: lines starting with ; or #, and " ; text" after a value.
+ *   - Leading blanks are ignored (no multi-line values).  A line is at most
+ *     CFG_LINE_MAX characters.  The file is at most CFG_FILE_MAX bytes.
+ *   - Sizes: decimal bytes, or a number ending in K, M or G (binary, upper
+ *     case).  Durations: a number ending in ms or s; a bare number is
+ *     seconds, as systemd reads it.  Integers are checked against the range.
+ *   - [ring] task_window, heap, dep_pool: the sizing baseline, one value for
+ *     all four rings or four comma-separated (0 = unset for that ring), as
+ *     pto_sizing_parse_config reads it.  [prewarm]: the same keys; its
+ *     non-zero values overlay the resolved baseline like a request does, and
+ *     without them the prewarm sizing is the resolved baseline.
+ *   - User and group names are resolved when the file is loaded: a name
+ *     that does not exist is an error then, not when a peer connects.
+ *   - Directories (programs, diagnostics_dir) must be absolute; whether they
+ *     exist is checked by whoever uses them, when the daemon starts.
+ * Every error message reads "FILE:LINE: [section] key = value: why", e.g.
+ *   ptod.conf:12: [ring] heap = 1000: ring_heap must be a power of 2 >= 1024 (bytes per ring), got
+ * 1000 with err->key "section.key" ("ring.heap") and err->hint set where there is more to say.
+ *
+ * cfg_t is a plain value: fixed-size strings, no pointers, nothing to free.
+ * Copy it with =.  Nothing here logs; nothing keeps state between calls.
+ */
+#ifndef PTOD_CONFIG_H
+#define PTOD_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <pto/errors.h>
+#include <pto/sizing.h>
+
+#include "paths.h"
+
+#define CFG_LINE_MAX 196        /* characters of one line, without its newline */
+#define CFG_FILE_MAX (1u << 20) /* bytes of the whole file */
+#define CFG_MAX_IDS 64          /* entries of allowed_uids / allowed_gids */
+#define CFG_NAME_MAX 64         /* a user or group name, NUL included */
+#define CFG_NO_GID UINT32_MAX   /* socket_group unset: the daemon's primary group */
+
+/* A group given by name or number; gid CFG_NO_GID when unset. */
+typedef struct cfg_group {
+  uint32_t gid;
+  char name[CFG_NAME_MAX]; /* as written when it was a name, else "" */
+} cfg_group_t;
+
+/* allowed_uids / allowed_gids: resolved numbers, in the order written. */
+typedef struct cfg_ids {
+  uint32_t count; /* 0: any peer that can open the socket */
+  uint32_t id[CFG_MAX_IDS];
+} cfg_ids_t;
+
+typedef struct cfg_daemon {
+  char socket[PTO_SOCKET_PATH_MAX]; /* always set after load: the file's, or the built-in path */
+  uint32_t socket_mode;             /* permission bits, never o+w */
+  cfg_group_t socket_group;
+  cfg_ids_t allowed_uids;
+  cfg_ids_t allowed_gids;
+  uint32_t max_clients;
+  uint64_t max_message;           /* bytes */
+  uint32_t max_pending;           /* requests in flight per connection */
+  uint32_t queue_depth;           /* admission queue */
+  uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */
+  uint64_t client_timeout_ms;     /* a partial message with no more bytes for this long */
+  uint64_t output_limit;          /* bytes of unsent responses per client */
+  char diagnostics_dir[PATH_MAX]; /* "" = write no diagnostic files */
+  int log_level;                  /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO or LOG_DEBUG */
+} cfg_daemon_t;
+
+typedef struct cfg_device {
+  uint32_t id; /* 0..255 */
+  char platform[16];
+  uint64_t memory; /* bytes */
+  uint32_t cores;
+  uint32_t aicpu_thread_num;
+  char programs[PATH_MAX];
+  uint64_t run_timeout_ms;
+  uint64_t deadlock_timeout_ms;
+} cfg_device_t;
+
+typedef struct cfg {
+  cfg_daemon_t daemon;
+  cfg_device_t device;
+  pto_sizing_t ring;    /* [ring]: the config level of the precedence chain */
+  pto_sizing_t prewarm; /* [prewarm]: overlay on the resolved baseline, 0 = keep */
+} cfg_t;
+
+typedef enum cfg_type {
+  CFG_T_SOCKET,   /* absolute path that fits a Unix socket address; "" = built-in */
+  CFG_T_DIR,      /* absolute path, or "" where the key allows it */
+  CFG_T_MODE,     /* octal permission bits */
+  CFG_T_GROUP,    /* group name or number, "" = unset */
+  CFG_T_UIDS,     /* comma list of user names or numbers */
+  CFG_T_GIDS,     /* comma list of group names or numbers */
+  CFG_T_UINT,     /* uint32_t in [min, max] */
+  CFG_T_SIZE,     /* uint64_t bytes in [min, max] */
+  CFG_T_DURATION, /* uint64_t milliseconds in [min, max] */
+  CFG_T_LOGLEVEL, /* int, syslog priority */
+  CFG_T_PLATFORM, /* char[16], a known platform */
+  CFG_T_RING,     /* uint64_t[4], one row of a pto_sizing_t */
+} cfg_type_t;
+
+typedef struct cfg_key {
+  const char *section;
+  const char *name;
+  cfg_type_t type;
+  size_t offset; /* of the value in cfg_t */
+  size_t size;   /* of the value */
+  uint64_t min, max;
+  int field;       /* CFG_T_RING: the pto_ring_field_t */
+  bool live;       /* a reload applies it; false: it needs a restart */
+  const char *def; /* the default as config text; "" for socket means the built-in path */
+  const char *doc; /* one line for ptod.conf and docs/configuration.md */
+} cfg_key_t;
+
+/* The key table, in file order; *ret_count gets its length. */
+const cfg_key_t *cfg_key_table(size_t *ret_count);
+/* One key by section and name; NULL if there is none. */
+const cfg_key_t *cfg_key_find(const char *section, const char *name);
+
+/* Built-in defaults: every key at its table default, the socket at the
+ * built-in path for device 0 (pto_default_socket_path). */
+void cfg_defaults(cfg_t *ret_cfg);
+
+/* Read the file at path over the defaults (path NULL: the defaults alone).
+ * Returns 0, or -PTO_E_INVALID_CONFIG with the message in ret_err (a file
+ * that cannot be read is reported the same way).  *ret_cfg is written only
+ * on success. */
+int cfg_load(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err);
+
+/* The baseline sizing (env over [ring] over the defaults) and the prewarm
+ * sizing ([prewarm] over that, its entries carrying PTO_SOURCE_REQUEST: the
+ * prewarm plays the first request).  env is the PTO2_RING_* level
+ * (pto_sizing_from_environ), NULL for none.  Either output may be NULL. */
+void cfg_resolve_sizings(const cfg_t *cfg, const pto_sizing_t *env,
+                         pto_sizing_resolved_t *ret_baseline, pto_sizing_resolved_t *ret_prewarm);
+
+/* The value of one key as config text that reads back to the same value
+ * ("64M", "30s", "0660", "512M,0,0,0").  Returns what snprintf returns. */
+int cfg_format_value(const cfg_t *cfg, const cfg_key_t *key, char *buf, size_t len);
+
+/* The effective configuration as an INI file (every key, with its value),
+ * then the resolved baseline and prewarm sizings with the source of every
+ * value, as comments.  source_name says where cfg came from ("built-in
+ * defaults" when NULL). */
+void cfg_print(const cfg_t *cfg, const pto_sizing_t *env, const char *source_name, FILE *out);
+
+/* cfg_diff's result bits. */
+#define CFG_CHANGED_LIVE 1u    /* some changed key applies live */
+#define CFG_CHANGED_RESTART 2u /* some changed key needs a restart */
+
+/* Compare two configurations key by key.  Returns 0 (nothing changed) or
+ * CFG_CHANGED_* bits.  report (may be NULL) gets one line per changed key,
+ * "[device] cores: 4 -> 8 (needs a restart)\n", cut to fit len. */
+unsigned cfg_diff(const cfg_t *old_cfg, const cfg_t *new_cfg, char *report, size_t len);
+
+/* What a reload applies: loaded, except that every key that needs a restart
+ * keeps its value from running. */
+void cfg_merge_live(const cfg_t *running, const cfg_t *loaded, cfg_t *ret_cfg);
+
+#endif
