@@ -1,0 +1,629 @@
+/* Every method's params and result, as schema tables (proto/methods.h). */
+#include "methods.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "schema.h"
+
+/* Row builders.  T is the struct the rows of one table describe. */
+#define FIELD_SIZE(T, m) ((uint16_t)sizeof(((T *)0)->m))
+#define ROW_U(k, T, m, lo, hi, fl)                                                           \
+  {                                                                                          \
+    .key = k, .kind = SK_UINT, .flags = fl, .size = FIELD_SIZE(T, m), .off = offsetof(T, m), \
+    .min = lo, .max = hi                                                                     \
+  }
+#define ROW_I(k, T, m, lo, hi, unset, fl)                                                   \
+  {                                                                                         \
+    .key = k, .kind = SK_INT, .flags = fl, .size = FIELD_SIZE(T, m), .off = offsetof(T, m), \
+    .min = lo, .max = hi, .absent = unset                                                   \
+  }
+#define ROW_COUNT(k, T, m) ROW_U(k, T, m, 0, INT64_MAX, 0)
+#define ROW_BOOL(k, T, m) \
+  { .key = k, .kind = SK_BOOL, .size = FIELD_SIZE(T, m), .off = offsetof(T, m) }
+#define ROW_K(k, kind_, T, m, fl) \
+  { .key = k, .kind = kind_, .flags = fl, .off = offsetof(T, m) }
+#define ROW_MAP(k, T, m, schema, fl) \
+  { .key = k, .kind = SK_MAP, .flags = fl, .off = offsetof(T, m), .sub = &(schema) }
+/* A nested map whose rows name fields of the same struct (anonymous sub-structs). */
+#define ROW_MAP_HERE(k, schema) \
+  { .key = k, .kind = SK_MAP, .sub = &(schema) }
+#define ROW_LIST(k, T, items, count, elem)                                            \
+  {                                                                                   \
+    .key = k, .kind = SK_LIST, .off = offsetof(T, items), .off2 = offsetof(T, count), \
+    .sub = &(elem)                                                                    \
+  }
+#define ROW_ELEM(kind_, T, schema) \
+  { .kind = kind_, .size = sizeof(T), .sub = schema }
+#define SCHEMA(rows) \
+  { .fields = rows, .nfields = sizeof(rows) / sizeof(rows[0]) }
+#define RING_ROW(k, field)                                             \
+  {                                                                    \
+    .key = k, .kind = SK_RING, .flags = F_OPT,                         \
+    .off = offsetof(proto_config_t, sizing.value[field]), .min = field \
+  }
+
+#define BYTES_MAX PROTO_BYTES_MAX
+
+/* --- names ------------------------------------------------------------- */
+
+static const char *const method_names[PROTO_M_COUNT] = {
+#define PROTO_METHOD_NAME_(id, name) name,
+    PROTO_METHOD_MAP(PROTO_METHOD_NAME_)
+#undef PROTO_METHOD_NAME_
+};
+
+const char *proto_method_name(proto_method_t method) {
+  return (unsigned)method < PROTO_M_COUNT ? method_names[method] : NULL;
+}
+
+int proto_method_from_name(const char *name, size_t len) {
+  for (int m = 0; m < PROTO_M_COUNT; m++)
+    if (strlen(method_names[m]) == len && memcmp(method_names[m], name, len) == 0) return m;
+  return -1;
+}
+
+bool proto_name_valid(const char *name, size_t len) {
+  if (len == 0 || len > PROTO_NAME_MAX || name[0] == '.') return false;
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/* --- shapes used everywhere: sizing, peaks, resolved sizing ------------- */
+
+#define QUAD_ROWS(T, member, k0, k1, k2)                   \
+  ROW_K(k0, SK_QUAD, T, member[PTO_FIELD_TASK_WINDOW], 0), \
+      ROW_K(k1, SK_QUAD, T, member[PTO_FIELD_HEAP], 0),    \
+      ROW_K(k2, SK_QUAD, T, member[PTO_FIELD_DEP_POOL], 0)
+
+static const schema_spec_t sizing_rows[] = {
+    QUAD_ROWS(pto_sizing_t, value, "ring_task_window", "ring_heap", "ring_dep_pool")};
+static const schema_t sizing_schema = SCHEMA(sizing_rows);
+
+static const schema_spec_t peaks_rows[] = {
+    QUAD_ROWS(pto_sizing_t, value, "task_window", "heap", "dep_pool")};
+static const schema_t peaks_schema = SCHEMA(peaks_rows);
+
+static const schema_spec_t source_rows[] = {
+    ROW_K("ring_task_window", SK_SOURCES, pto_sizing_resolved_t, source[PTO_FIELD_TASK_WINDOW], 0),
+    ROW_K("ring_heap", SK_SOURCES, pto_sizing_resolved_t, source[PTO_FIELD_HEAP], 0),
+    ROW_K("ring_dep_pool", SK_SOURCES, pto_sizing_resolved_t, source[PTO_FIELD_DEP_POOL], 0),
+};
+static const schema_t source_schema = SCHEMA(source_rows);
+
+static const schema_spec_t resolved_rows[] = {
+    QUAD_ROWS(pto_sizing_resolved_t, value, "ring_task_window", "ring_heap", "ring_dep_pool"),
+    ROW_MAP_HERE("source", source_schema),
+};
+static const schema_t resolved_schema = SCHEMA(resolved_rows);
+
+/* --- config ------------------------------------------------------------- */
+
+static size_t config_extra_count(const void *base) {
+  return ((const proto_config_t *)base)->nextra;
+}
+
+/* Pass-through keys: the key, then the caller's encoded value as is. */
+static int config_extra_pack(msgpack_packer *pk, const void *base) {
+  const proto_config_t *c = base;
+  int rc = 0;
+  for (size_t i = 0; i < c->nextra; i++) {
+    const proto_raw_kv_t *kv = &c->extra[i];
+    size_t n = strlen(kv->key);
+    rc |= msgpack_pack_str(pk, n) | msgpack_pack_str_body(pk, kv->key, n);
+    if (kv->value && kv->value_len > 0)
+      rc |= pk->callback(pk->data, kv->value, kv->value_len);
+    else
+      rc |= msgpack_pack_nil(pk);
+  }
+  return rc;
+}
+
+static const schema_spec_t config_rows[] = {
+    RING_ROW("ring_task_window", PTO_FIELD_TASK_WINDOW),
+    RING_ROW("ring_heap", PTO_FIELD_HEAP),
+    RING_ROW("ring_dep_pool", PTO_FIELD_DEP_POOL),
+    ROW_U("aicpu_thread_num", proto_config_t, aicpu_thread_num, 2, 16, F_OPT | F_ZERO),
+    ROW_I("enable_swimlane", proto_config_t, enable_swimlane, 0, 4, PROTO_UNSET, F_OPT),
+    ROW_K("enable_scope_stats", SK_TRI, proto_config_t, enable_scope_stats, F_OPT),
+    ROW_K("enable_dep_gen", SK_TRI, proto_config_t, enable_dep_gen, F_OPT),
+};
+static const schema_t config_schema = {.what = "config",
+                                       .fields = config_rows,
+                                       .nfields = sizeof(config_rows) / sizeof(config_rows[0]),
+                                       .config = true,
+                                       .extra_count = config_extra_count,
+                                       .extra_pack = config_extra_pack};
+static const schema_spec_t config_root = {.kind = SK_MAP, .sub = &config_schema};
+
+void proto_config_init(proto_config_t *config) {
+  memset(config, 0, sizeof(*config));
+  schema_init(&config_schema, config);
+}
+
+bool proto_config_empty(const proto_config_t *config) {
+  return schema_absent(&config_root, config);
+}
+
+/* --- dispatch arguments --------------------------------------------------- */
+
+/* An argument as the wire spells it, before its form is known. */
+typedef struct arg_wire {
+  const char *buffer;
+  uint64_t offset, bytes, out;
+  proto_bytes_t data;
+  const char *dir;
+  struct {
+    pto_arg_kind_t kind;
+    int64_t i;
+    double f;
+  } scalar;
+} arg_wire_t;
+
+static int scalar_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msgpack_object *o,
+                         void *field) {
+  arg_wire_t *w = (arg_wire_t *)((char *)field - offsetof(arg_wire_t, scalar));
+  if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+    w->scalar.kind = PTO_ARG_INT;
+    w->scalar.i = (int64_t)o->via.u64;
+  } else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+    w->scalar.kind = PTO_ARG_INT;
+    w->scalar.i = o->via.i64;
+  } else if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64) {
+    w->scalar.kind = PTO_ARG_FLOAT;
+    w->scalar.f = o->via.f64;
+  } else {
+    return schema_bad_value(ctx, spec->key, "a 64-bit integer or a float", o);
+  }
+  return 0;
+}
+
+static const schema_custom_t scalar_custom = {.decode = scalar_decode};
+
+enum { A_BUFFER = 1, A_OFFSET = 2, A_BYTES = 4, A_DATA = 8, A_DIR = 16, A_OUT = 32, A_SCALAR = 64 };
+
+static const schema_spec_t arg_rows[] = {
+    ROW_K("buffer", SK_NAME, arg_wire_t, buffer, F_OPT),
+    ROW_U("offset", arg_wire_t, offset, 0, BYTES_MAX, F_OPT),
+    ROW_U("bytes", arg_wire_t, bytes, 1, BYTES_MAX, F_OPT),
+    ROW_K("data", SK_BIN, arg_wire_t, data, F_OPT),
+    ROW_K("dir", SK_STR, arg_wire_t, dir, F_OPT),
+    ROW_U("out", arg_wire_t, out, 0, BYTES_MAX, F_OPT),
+    {.key = "scalar",
+     .kind = SK_CUSTOM,
+     .flags = F_OPT,
+     .off = offsetof(arg_wire_t, scalar),
+     .sub = &scalar_custom},
+};
+static const schema_t arg_schema = SCHEMA(arg_rows);
+
+#define ARG_FORMS                                                                          \
+  "{\"buffer\": name}, {\"buffer\": name, \"offset\": o, \"bytes\": n}, {\"data\": bin}, " \
+  "{\"data\": bin, \"dir\": \"inout\"}, {\"out\": n} or {\"scalar\": int | float}"
+
+static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto_arg_t *a) {
+  char keys[96] = "";
+  size_t pos = 0;
+  switch (seen) {
+    case A_BUFFER: *a = (proto_arg_t){.kind = PTO_ARG_BUFFER, .buffer = w->buffer}; return 0;
+    case A_BUFFER | A_OFFSET | A_BYTES:
+      *a = (proto_arg_t){
+          .kind = PTO_ARG_BUFFER, .buffer = w->buffer, .offset = w->offset, .bytes = w->bytes};
+      return 0;
+    case A_DATA | A_DIR:
+      if (strcmp(w->dir, "inout") != 0 && strcmp(w->dir, "in") != 0) {
+        msgpack_object got = {.type = MSGPACK_OBJECT_STR};
+        got.via.str.ptr = w->dir;
+        got.via.str.size = (uint32_t)strlen(w->dir);
+        return schema_bad_value(ctx, "dir", "\"in\" or \"inout\"", &got);
+      }
+      /* fall through */
+    case A_DATA: {
+      bool inout = (seen & A_DIR) && strcmp(w->dir, "inout") == 0;
+      *a = (proto_arg_t){.kind = inout ? PTO_ARG_INOUT : PTO_ARG_INPUT, .data = w->data};
+      return 0;
+    }
+    case A_OUT: *a = (proto_arg_t){.kind = PTO_ARG_OUTPUT, .bytes = w->out}; return 0;
+    case A_SCALAR:
+      *a = (proto_arg_t){.kind = w->scalar.kind, .i = w->scalar.i, .f = w->scalar.f};
+      return 0;
+    default: break;
+  }
+  for (size_t i = 0; i < arg_schema.nfields && pos < sizeof(keys); i++)
+    if (seen >> i & 1u)
+      pos += (size_t)snprintf(keys + pos, sizeof(keys) - pos, "%s'%s'", pos ? ", " : "",
+                              arg_rows[i].key);
+  return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                       "%sa dispatch argument must be one of " ARG_FORMS "; got %s%s.", ctx->prefix,
+                       seen ? "the keys " : "an empty map", keys);
+}
+
+static int arg_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msgpack_object *o,
+                      void *field) {
+  schema_ctx_t inner = *ctx;
+  arg_wire_t w;
+  uint64_t seen = 0;
+  int rc;
+  (void)spec;
+  memset(&w, 0, sizeof(w));
+  snprintf(inner.prefix, sizeof(inner.prefix), "%.20s: ", ctx->path);
+  inner.path[0] = '\0';
+  inner.what = "a dispatch argument";
+  if (o->type != MSGPACK_OBJECT_MAP) {
+    char desc[64];
+    proto_describe(o, desc, sizeof(desc));
+    rc = pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                       "%s: a dispatch argument must be a map, one of " ARG_FORMS "; got %s.",
+                       ctx->path, desc);
+  } else {
+    rc = schema_decode_map(&inner, &arg_schema, o, &w, &seen);
+    if (rc == 0) rc = arg_form(&inner, &w, seen, field);
+  }
+  if (rc < 0 && ctx->err) snprintf(ctx->err->key, sizeof(ctx->err->key), "%.60s", ctx->path);
+  return rc;
+}
+
+static int pack_kv_str(msgpack_packer *pk, const char *key, const char *val) {
+  size_t k = strlen(key), v = strlen(val);
+  return msgpack_pack_str(pk, k) | msgpack_pack_str_body(pk, key, k) | msgpack_pack_str(pk, v) |
+         msgpack_pack_str_body(pk, val, v);
+}
+
+static int pack_key(msgpack_packer *pk, const char *key) {
+  size_t k = strlen(key);
+  return msgpack_pack_str(pk, k) | msgpack_pack_str_body(pk, key, k);
+}
+
+static int arg_pack(msgpack_packer *pk, const void *field) {
+  const proto_arg_t *a = field;
+  switch (a->kind) {
+    case PTO_ARG_BUFFER: {
+      int rc = msgpack_pack_map(pk, a->bytes ? 3 : 1) | pack_kv_str(pk, "buffer", a->buffer);
+      if (a->bytes)
+        rc |= pack_key(pk, "offset") | msgpack_pack_uint64(pk, a->offset) | pack_key(pk, "bytes") |
+              msgpack_pack_uint64(pk, a->bytes);
+      return rc;
+    }
+    case PTO_ARG_INPUT:
+    case PTO_ARG_INOUT: {
+      int rc = msgpack_pack_map(pk, a->kind == PTO_ARG_INOUT ? 2 : 1) | pack_key(pk, "data") |
+               msgpack_pack_bin(pk, a->data.len) |
+               msgpack_pack_bin_body(pk, a->data.ptr, a->data.len);
+      if (a->kind == PTO_ARG_INOUT) rc |= pack_kv_str(pk, "dir", "inout");
+      return rc;
+    }
+    case PTO_ARG_OUTPUT:
+      return msgpack_pack_map(pk, 1) | pack_key(pk, "out") | msgpack_pack_uint64(pk, a->bytes);
+    case PTO_ARG_INT:
+      return msgpack_pack_map(pk, 1) | pack_key(pk, "scalar") | msgpack_pack_int64(pk, a->i);
+    case PTO_ARG_FLOAT:
+      return msgpack_pack_map(pk, 1) | pack_key(pk, "scalar") | msgpack_pack_double(pk, a->f);
+  }
+  return -1;
+}
+
+static size_t arg_payload(const void *field) {
+  const proto_arg_t *a = field;
+  return a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT ? a->data.len : 0;
+}
+
+static const schema_custom_t arg_custom = {
+    .decode = arg_decode, .pack = arg_pack, .payload = arg_payload};
+static const schema_spec_t arg_elem = ROW_ELEM(SK_CUSTOM, proto_arg_t, &arg_custom);
+
+/* --- params ------------------------------------------------------------- */
+
+#define T proto_dispatch_params_t
+static const schema_spec_t dispatch_rows[] = {
+    ROW_K("program", SK_NAME, T, program, 0),
+    ROW_LIST("args", T, args, nargs, arg_elem),
+    ROW_MAP("config", T, config, config_schema, F_OPT),
+    ROW_I("deadline_ms", T, deadline_ms, 0, INT64_MAX, PROTO_UNSET, F_OPT),
+};
+#undef T
+static const schema_t dispatch_schema = SCHEMA(dispatch_rows);
+
+static int alloc_check(schema_ctx_t *ctx, const void *base) {
+  const proto_buffer_alloc_params_t *p = base;
+  char expect[96];
+  msgpack_object got = {.type = MSGPACK_OBJECT_BIN};
+  if (!p->init.ptr || p->init.len == p->bytes) return 0;
+  got.via.bin.size = (uint32_t)p->init.len;
+  snprintf(expect, sizeof(expect), "exactly %" PRIu64 " bytes long (the value of 'bytes')",
+           p->bytes);
+  return schema_bad_value(ctx, "init", expect, &got);
+}
+
+#define T proto_buffer_alloc_params_t
+static const schema_spec_t alloc_rows[] = {
+    ROW_K("name", SK_NAME, T, name, 0),
+    ROW_U("bytes", T, bytes, 1, BYTES_MAX, 0),
+    ROW_K("init", SK_BIN, T, init, F_OPT),
+};
+#undef T
+static const schema_t alloc_schema = {.fields = alloc_rows,
+                                      .nfields = sizeof(alloc_rows) / sizeof(alloc_rows[0]),
+                                      .check = alloc_check};
+
+#define T proto_buffer_write_params_t
+static const schema_spec_t write_rows[] = {
+    ROW_K("name", SK_NAME, T, name, 0),
+    ROW_U("offset", T, offset, 0, BYTES_MAX, F_OPT),
+    ROW_K("data", SK_BIN, T, data, 0),
+};
+#undef T
+static const schema_t write_schema = SCHEMA(write_rows);
+
+#define T proto_buffer_read_params_t
+static const schema_spec_t read_rows[] = {
+    ROW_K("name", SK_NAME, T, name, 0),
+    ROW_U("offset", T, offset, 0, BYTES_MAX, F_OPT),
+    ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT | F_ZERO),
+};
+#undef T
+static const schema_t read_schema = SCHEMA(read_rows);
+
+static const schema_spec_t free_rows[] = {
+    ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0)};
+static const schema_t free_schema = SCHEMA(free_rows);
+
+static const schema_spec_t prewarm_rows[] = {
+    ROW_MAP("config", proto_prewarm_params_t, config, config_schema, F_OPT)};
+static const schema_t prewarm_schema = SCHEMA(prewarm_rows);
+
+static const schema_t no_params_schema = {.nfields = 0};
+
+/* --- results ------------------------------------------------------------ */
+
+#define T proto_ping_result_t
+static const schema_spec_t ping_rows[] = {
+    ROW_K("version", SK_STR, T, version, 0),
+    ROW_U("device", T, device, 0, UINT32_MAX, 0),
+    ROW_K("state", SK_STR, T, state, 0),
+};
+#undef T
+static const schema_t ping_schema = SCHEMA(ping_rows);
+
+#define T proto_arena_t
+static const schema_spec_t prewarm_info_rows[] = {
+    ROW_MAP("sizing", T, prewarm.sizing, sizing_schema, 0),
+    ROW_K("key", SK_KEY, T, prewarm.key, 0),
+    ROW_K("first_dispatch_hit", SK_TRI, T, prewarm.first_dispatch_hit, F_NIL),
+};
+static const schema_t prewarm_info_schema = SCHEMA(prewarm_info_rows);
+static const schema_spec_t arena_rows[] = {
+    ROW_MAP("sizing", T, sizing, sizing_schema, 0),
+    ROW_K("key", SK_KEY, T, key, 0),
+    ROW_COUNT("bytes", T, bytes),
+    ROW_COUNT("build_us", T, build_us),
+    ROW_COUNT("builds", T, builds),
+    ROW_COUNT("hits", T, hits),
+    ROW_COUNT("misses", T, misses),
+    ROW_MAP_HERE("prewarm", prewarm_info_schema),
+};
+#undef T
+static const schema_t arena_schema = SCHEMA(arena_rows);
+
+#define T proto_status_result_t
+static const schema_spec_t queue_rows[] = {
+    ROW_COUNT("depth", T, queue.depth),
+    ROW_COUNT("capacity", T, queue.capacity),
+    ROW_COUNT("running", T, queue.running),
+};
+static const schema_t queue_schema = SCHEMA(queue_rows);
+static const schema_spec_t memory_rows[] = {
+    ROW_COUNT("limit", T, memory.limit),
+    ROW_COUNT("arena", T, memory.arena),
+    ROW_COUNT("buffers", T, memory.buffers),
+    ROW_COUNT("free", T, memory.free),
+};
+static const schema_t memory_schema = SCHEMA(memory_rows);
+static const schema_spec_t dispatches_rows[] = {
+    ROW_COUNT("ok", T, dispatches.ok),
+    ROW_COUNT("failed", T, dispatches.failed),
+    ROW_COUNT("rejected", T, dispatches.rejected),
+};
+static const schema_t dispatches_schema = SCHEMA(dispatches_rows);
+static const schema_spec_t status_rows[] = {
+    ROW_U("device", T, device, 0, UINT32_MAX, 0),  ROW_K("platform", SK_STR, T, platform, 0),
+    ROW_K("version", SK_STR, T, version, 0),       ROW_COUNT("uptime_s", T, uptime_s),
+    ROW_K("state", SK_STR, T, state, 0),           ROW_MAP_HERE("queue", queue_schema),
+    ROW_MAP("arena", T, arena, arena_schema, 0),   ROW_MAP_HERE("memory", memory_schema),
+    ROW_MAP_HERE("dispatches", dispatches_schema), ROW_COUNT("clients", T, clients),
+};
+#undef T
+static const schema_t status_schema = SCHEMA(status_rows);
+
+#define T pto_arg_spec_t
+static const schema_spec_t arg_spec_rows[] = {
+    ROW_K("name", SK_STR, T, name, 0),
+    ROW_K("kind", SK_STR, T, kind, 0),
+    ROW_BOOL("optional", T, optional),
+    ROW_K("doc", SK_STR, T, doc, 0),
+};
+#undef T
+static const schema_t arg_spec_schema = SCHEMA(arg_spec_rows);
+static const schema_spec_t arg_spec_elem = ROW_ELEM(SK_MAP, pto_arg_spec_t, &arg_spec_schema);
+
+#define T proto_program_info_t
+static const schema_spec_t program_rows[] = {
+    ROW_K("name", SK_STR, T, name, 0),
+    ROW_K("description", SK_STR, T, description, 0),
+    ROW_LIST("args", T, args, nargs, arg_spec_elem),
+};
+#undef T
+static const schema_t program_schema = SCHEMA(program_rows);
+static const schema_spec_t program_elem = ROW_ELEM(SK_MAP, proto_program_info_t, &program_schema);
+
+#define T proto_dispatch_result_t
+static const schema_spec_t output_elem = ROW_ELEM(SK_OPTBIN, proto_bytes_t, NULL);
+static const schema_spec_t dispatch_arena_rows[] = {
+    ROW_BOOL("hit", T, arena.hit),
+    ROW_COUNT("build_us", T, arena.build_us),
+    ROW_K("key", SK_KEY, T, arena.key, 0),
+};
+static const schema_t dispatch_arena_schema = SCHEMA(dispatch_arena_rows);
+static const schema_spec_t timing_rows[] = {
+    ROW_COUNT("queue", T, timing_us.queue),
+    ROW_COUNT("arena", T, timing_us.arena),
+    ROW_COUNT("run", T, timing_us.run),
+    ROW_COUNT("total", T, timing_us.total),
+};
+static const schema_t timing_schema = SCHEMA(timing_rows);
+static const schema_spec_t dispatch_result_rows[] = {
+    ROW_LIST("outputs", T, outputs, noutputs, output_elem),
+    ROW_MAP_HERE("arena", dispatch_arena_schema),
+    ROW_MAP("sizing", T, sizing, resolved_schema, 0),
+    ROW_MAP("peaks", T, peaks, peaks_schema, 0),
+    ROW_MAP_HERE("timing_us", timing_schema),
+    ROW_COUNT("tasks", T, tasks),
+};
+#undef T
+static const schema_t dispatch_result_schema = SCHEMA(dispatch_result_rows);
+
+static const schema_spec_t buffer_info_rows[] = {
+    ROW_K("name", SK_STR, proto_buffer_info_t, name, 0),
+    ROW_COUNT("bytes", proto_buffer_info_t, bytes),
+};
+static const schema_t buffer_info_schema = SCHEMA(buffer_info_rows);
+static const schema_spec_t buffer_info_elem =
+    ROW_ELEM(SK_MAP, proto_buffer_info_t, &buffer_info_schema);
+
+static const schema_spec_t byte_count_rows[] = {ROW_COUNT("bytes", proto_byte_count_t, bytes)};
+static const schema_t byte_count_schema = SCHEMA(byte_count_rows);
+
+#define T proto_advise_result_t
+static const schema_spec_t advise_rows[] = {
+    ROW_MAP("observed", T, observed, peaks_schema, 0),
+    ROW_MAP("recommended", T, recommended, sizing_schema, 0),
+    ROW_K("config", SK_STR, T, config, 0),
+};
+#undef T
+static const schema_t advise_schema = SCHEMA(advise_rows);
+
+/* --- the method table --------------------------------------------------- */
+
+#define ROOT_MAP(schema) \
+  { .kind = SK_MAP, .sub = &(schema) }
+
+typedef struct method_def {
+  schema_spec_t params; /* always a map row */
+  schema_spec_t result;
+} method_def_t;
+
+static const method_def_t methods[PROTO_M_COUNT] = {
+    [PROTO_M_PING] = {ROOT_MAP(no_params_schema), ROOT_MAP(ping_schema)},
+    [PROTO_M_STATUS] = {ROOT_MAP(no_params_schema), ROOT_MAP(status_schema)},
+    [PROTO_M_METRICS] = {ROOT_MAP(no_params_schema),
+                         {.kind = SK_STR,
+                          .flags = F_LEN,
+                          .off = offsetof(proto_text_t, text),
+                          .off2 = offsetof(proto_text_t, len)}},
+    [PROTO_M_PROGRAMS] = {ROOT_MAP(no_params_schema),
+                          ROW_LIST(NULL, proto_programs_result_t, programs, count, program_elem)},
+    [PROTO_M_DISPATCH] = {ROOT_MAP(dispatch_schema), ROOT_MAP(dispatch_result_schema)},
+    [PROTO_M_BUFFER_ALLOC] = {ROOT_MAP(alloc_schema), ROOT_MAP(buffer_info_schema)},
+    [PROTO_M_BUFFER_WRITE] = {ROOT_MAP(write_schema), ROOT_MAP(byte_count_schema)},
+    [PROTO_M_BUFFER_READ] = {ROOT_MAP(read_schema), {.kind = SK_BIN}},
+    [PROTO_M_BUFFER_FREE] = {ROOT_MAP(free_schema), ROOT_MAP(byte_count_schema)},
+    [PROTO_M_BUFFER_LIST] = {ROOT_MAP(no_params_schema),
+                             ROW_LIST(NULL, proto_buffer_list_t, buffers, count, buffer_info_elem)},
+    [PROTO_M_PREWARM] = {ROOT_MAP(prewarm_schema), ROOT_MAP(arena_schema)},
+    [PROTO_M_ADVISE] = {ROOT_MAP(no_params_schema), ROOT_MAP(advise_schema)},
+};
+
+static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool strict,
+                     msgpack_zone *zone, pto_error_t *err) {
+  memset(ctx, 0, sizeof(*ctx));
+  ctx->err = err;
+  ctx->zone = zone;
+  ctx->strict = strict;
+  ctx->method = method_names[m];
+  snprintf(ctx->what_buf, sizeof(ctx->what_buf), "%s %s", method_names[m], side);
+  ctx->what = ctx->what_buf;
+}
+
+static int bad_method(pto_error_t *err, proto_method_t m) {
+  return pto_error_set(err, PTO_E_UNKNOWN_METHOD, "No method number %d; see docs/protocol.md.",
+                       (int)m);
+}
+
+int proto_params_decode(proto_method_t method, const msgpack_object *params, msgpack_zone *zone,
+                        proto_params_t *ret, pto_error_t *ret_err) {
+  static const msgpack_object empty = {.type = MSGPACK_OBJECT_MAP};
+  proto_params_t scratch;
+  schema_ctx_t ctx;
+  const schema_t *sc;
+  if ((unsigned)method >= PROTO_M_COUNT) return bad_method(ret_err, method);
+  sc = methods[method].params.sub;
+  if (!ret) ret = &scratch;
+  memset(ret, 0, sizeof(*ret));
+  schema_init(sc, ret);
+  ctx_init(&ctx, method, "params", true, zone, ret_err);
+  return schema_decode_map(&ctx, sc, params ? params : &empty, ret, NULL);
+}
+
+int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params) {
+  const schema_spec_t *root;
+  int rc;
+  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  root = &methods[method].params;
+  if (!params || ((const schema_t *)root->sub)->nfields == 0 || schema_absent(root, params))
+    return msgpack_pack_array(pk, 0) == 0 ? 0 : -ENOMEM;
+  rc = msgpack_pack_array(pk, 1) | schema_pack(pk, root, params);
+  return rc == 0 ? 0 : -ENOMEM;
+}
+
+int proto_result_pack(msgpack_packer *pk, proto_method_t method, const proto_result_t *result) {
+  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  return schema_pack(pk, &methods[method].result, result) == 0 ? 0 : -ENOMEM;
+}
+
+int proto_result_decode(proto_method_t method, const msgpack_object *result, msgpack_zone *zone,
+                        proto_result_t *ret, pto_error_t *ret_err) {
+  const schema_spec_t *root;
+  schema_ctx_t ctx;
+  if ((unsigned)method >= PROTO_M_COUNT) return bad_method(ret_err, method);
+  root = &methods[method].result;
+  memset(ret, 0, sizeof(*ret));
+  if (root->kind == SK_MAP) schema_init(root->sub, ret);
+  ctx_init(&ctx, method, "result", false, zone, ret_err);
+  return schema_decode(&ctx, root, result, ret);
+}
+
+/* Room for the bins plus the envelope and the small keys around them, so
+ * the big payloads are copied once, straight into place. */
+static int reserve(msgpack_sbuffer *sb, const schema_spec_t *root, const void *value) {
+  return value ? proto_sbuffer_reserve(sb, schema_payload(root, value) + 4096) : 0;
+}
+
+int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                         const proto_params_t *params) {
+  msgpack_packer pk;
+  int rc;
+  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  rc = reserve(sb, &methods[method].params, params);
+  if (rc < 0) return rc;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  rc = proto_pack_request_begin(&pk, msgid, method_names[method]);
+  return rc < 0 ? rc : proto_params_pack(&pk, method, params);
+}
+
+int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                          const proto_result_t *result) {
+  msgpack_packer pk;
+  int rc;
+  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  rc = reserve(sb, &methods[method].result, result);
+  if (rc < 0) return rc;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  rc = proto_pack_response_begin(&pk, msgid);
+  return rc < 0 ? rc : proto_result_pack(&pk, method, result);
+}

@@ -1,0 +1,332 @@
+/* proto/methods.h — typed params and results of every method of
+ * docs/protocol.md, both directions.
+ *
+ * The client encodes params and decodes results; the daemon decodes params
+ * and encodes results.  One union each, proto_params_t and proto_result_t,
+ * with one member per method (the member named after the method:
+ * params.dispatch, result.buffer_read, ...); methods without params have no
+ * member and take NULL.
+ *
+ *   method        params member            result member
+ *   ping          —                        ping      proto_ping_result_t
+ *   status        —                        status    proto_status_result_t
+ *   metrics       —                        metrics   proto_text_t
+ *   programs      —                        programs  proto_programs_result_t
+ *   dispatch      dispatch                 dispatch  proto_dispatch_result_t
+ *   buffer.alloc  buffer_alloc             buffer_alloc  proto_buffer_info_t
+ *   buffer.write  buffer_write             buffer_write  proto_byte_count_t
+ *   buffer.read   buffer_read              buffer_read   proto_bytes_t
+ *   buffer.free   buffer_free              buffer_free   proto_byte_count_t
+ *   buffer.list   —                        buffer_list   proto_buffer_list_t
+ *   prewarm       prewarm                  prewarm   proto_arena_t
+ *   advise        —                        advise    proto_advise_result_t
+ *
+ * Decoding is strict for params (the daemon's side): an unknown key is
+ * INVALID_REQUEST naming it (err->key = the key, message
+ * "unknown key 'ring_heapp' in dispatch config; known keys: ..."), so is a
+ * duplicate key, a missing required key, and a value of the wrong type or
+ * range ("key 'bytes' in buffer.alloc params must be an integer in [1,
+ * 1099511627776], got \"12\".").  Errors in a dispatch argument start with
+ * its index: "args[2]: ...", err->key "args[2]".  Values inside `config` are
+ * INVALID_CONFIG: the ring fields with the RunConfig messages of
+ * pto/sizing.h, unchanged; the other keys in the same style
+ * ("enable_swimlane must be an integer in [0, 4], got true.").  An optional
+ * key sent as nil counts as left out.
+ * Decoding results (the client's side) ignores unknown keys, so a client
+ * keeps working against a newer daemon, and requires every documented key.
+ *
+ * Lifetime of decoded values: strings are NUL-terminated copies in the
+ * msgpack zone; bins (data, init, outputs, buffer.read) point into the
+ * message bytes without a copy; arrays (args, outputs, programs, buffers)
+ * live in the zone.  All of it is valid while both the message bytes and the
+ * msgpack_unpacked they were decoded from are (see proto/rpc.h).
+ *
+ * Encoding packs through a msgpack_packer; the proto_encode_* functions
+ * write a whole message into a msgpack_sbuffer, reserving room for the large
+ * bins first so that each byte of data is copied exactly once.  Encoders do
+ * not validate (the daemon validates what it decodes); they return 0 or
+ * -ENOMEM (or -EINVAL for a method number out of range).  An array with a
+ * non-zero count must have a non-NULL pointer; a NULL string is sent as "".
+ */
+#ifndef PROTO_METHODS_H
+#define PROTO_METHODS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+#include <pto/errors.h>
+#include <pto/program.h>
+#include <pto/sizing.h>
+
+#include "rpc.h"
+
+#define PROTO_METHOD_MAP(X)       \
+  X(PING, "ping")                 \
+  X(STATUS, "status")             \
+  X(METRICS, "metrics")           \
+  X(PROGRAMS, "programs")         \
+  X(DISPATCH, "dispatch")         \
+  X(BUFFER_ALLOC, "buffer.alloc") \
+  X(BUFFER_WRITE, "buffer.write") \
+  X(BUFFER_READ, "buffer.read")   \
+  X(BUFFER_FREE, "buffer.free")   \
+  X(BUFFER_LIST, "buffer.list")   \
+  X(PREWARM, "prewarm")           \
+  X(ADVISE, "advise")
+
+typedef enum proto_method {
+#define PROTO_METHOD_ENUM_(id, name) PROTO_M_##id,
+  PROTO_METHOD_MAP(PROTO_METHOD_ENUM_)
+#undef PROTO_METHOD_ENUM_
+      PROTO_M_COUNT
+} proto_method_t;
+
+/* "buffer.alloc" for PROTO_M_BUFFER_ALLOC; NULL out of range. */
+const char *proto_method_name(proto_method_t method);
+/* The method for a wire name (not NUL-terminated); -1 when unknown. */
+int proto_method_from_name(const char *name, size_t len);
+
+/* Limits of the protocol. */
+#define PROTO_NAME_MAX  64                  /* buffer and program names */
+#define PROTO_BYTES_MAX (UINT64_C(1) << 40) /* bytes, offsets, out sizes */
+#define PROTO_UNSET     (-1)                /* an optional int/bool not given */
+
+/* Bytes that are not a string: a bin on the wire.  ptr NULL means "not
+ * given" (an optional bin) or nil (a dispatch output with nothing to
+ * return); a present empty bin has a non-NULL ptr and len 0. */
+typedef struct proto_bytes {
+  const uint8_t *ptr;
+  size_t len;
+} proto_bytes_t;
+
+/* One extra `config` key a client passes through untouched (a knob this
+ * library does not know yet): key, and its value as one encoded msgpack
+ * object.  Encode side only; the daemon rejects keys it does not know. */
+typedef struct proto_raw_kv {
+  const char *key;
+  const void *value;
+  size_t value_len;
+} proto_raw_kv_t;
+
+/* The per-dispatch RunConfig (`config` of dispatch and prewarm).  Start from
+ * proto_config_init(): everything unset.  Ring fields: 0 entries are unset
+ * (a scalar on the wire sets all four rings; on encode, four equal values go
+ * out as a scalar, anything else as the list). */
+typedef struct proto_config {
+  pto_sizing_t sizing;
+  int aicpu_thread_num;        /* 0 = unset, else 2..16 */
+  int enable_swimlane;         /* PROTO_UNSET or 0..4 */
+  int enable_scope_stats;      /* PROTO_UNSET, 0 or 1 */
+  int enable_dep_gen;          /* PROTO_UNSET, 0 or 1 */
+  const proto_raw_kv_t *extra; /* encode only: passed through after the known keys */
+  size_t nextra;
+} proto_config_t;
+
+void proto_config_init(proto_config_t *config);
+/* Whether nothing is set (no key would be sent). */
+bool proto_config_empty(const proto_config_t *config);
+
+/* One dispatch argument.  kind (pto/program.h) picks the wire form:
+ *   PTO_ARG_BUFFER  {"buffer": buffer}, or with bytes != 0
+ *                   {"buffer": buffer, "offset": offset, "bytes": bytes}
+ *   PTO_ARG_INPUT   {"data": data}          (also {"data": .., "dir": "in"})
+ *   PTO_ARG_INOUT   {"data": data, "dir": "inout"}
+ *   PTO_ARG_OUTPUT  {"out": bytes}
+ *   PTO_ARG_INT     {"scalar": i}
+ *   PTO_ARG_FLOAT   {"scalar": f} */
+typedef struct proto_arg {
+  pto_arg_kind_t kind;
+  const char *buffer;
+  uint64_t offset;
+  uint64_t bytes;
+  proto_bytes_t data;
+  int64_t i;
+  double f;
+} proto_arg_t;
+
+typedef struct proto_dispatch_params {
+  const char *program; /* a name: 1..64 of [A-Za-z0-9._-], not starting with '.' */
+  const proto_arg_t *args;
+  uint32_t nargs;
+  proto_config_t config;
+  int64_t deadline_ms; /* PROTO_UNSET, or >= 0 */
+} proto_dispatch_params_t;
+
+typedef struct proto_buffer_alloc_params {
+  const char *name;
+  uint64_t bytes;     /* 1..2^40 */
+  proto_bytes_t init; /* optional (ptr NULL); exactly `bytes` long */
+} proto_buffer_alloc_params_t;
+
+typedef struct proto_buffer_write_params {
+  const char *name;
+  uint64_t offset; /* optional, default 0 */
+  proto_bytes_t data;
+} proto_buffer_write_params_t;
+
+typedef struct proto_buffer_read_params {
+  const char *name;
+  uint64_t offset; /* optional, default 0 */
+  uint64_t bytes;  /* optional: 0 = to the end of the buffer */
+} proto_buffer_read_params_t;
+
+typedef struct proto_buffer_free_params {
+  const char *name;
+} proto_buffer_free_params_t;
+
+typedef struct proto_prewarm_params {
+  proto_config_t config; /* optional: empty = the daemon's resolved baseline */
+} proto_prewarm_params_t;
+
+typedef union proto_params {
+  proto_dispatch_params_t dispatch;
+  proto_buffer_alloc_params_t buffer_alloc;
+  proto_buffer_write_params_t buffer_write;
+  proto_buffer_read_params_t buffer_read;
+  proto_buffer_free_params_t buffer_free;
+  proto_prewarm_params_t prewarm;
+} proto_params_t;
+
+/* Results. */
+
+typedef struct proto_ping_result {
+  const char *version; /* the daemon's release, "0.1.0" */
+  uint32_t device;     /* the device id */
+  const char *state;   /* "warming", "ready" or "draining" */
+} proto_ping_result_t;
+
+/* The `arena` map of status, and prewarm's result.  Sizings are resolved:
+ * every entry set. */
+typedef struct proto_arena {
+  pto_sizing_t sizing;
+  uint64_t key; /* pto_sizing_key; a 16-digit hex string on the wire */
+  uint64_t bytes, build_us, builds, hits, misses;
+  struct {
+    pto_sizing_t sizing;
+    uint64_t key;
+    int first_dispatch_hit; /* PROTO_UNSET (nil) until the first dispatch, else 0/1 */
+  } prewarm;
+} proto_arena_t;
+
+typedef struct proto_status_result {
+  uint32_t device;
+  const char *platform, *version;
+  uint64_t uptime_s;
+  const char *state;
+  struct {
+    uint64_t depth, capacity, running;
+  } queue;
+  proto_arena_t arena;
+  struct {
+    uint64_t limit, arena, buffers, free;
+  } memory;
+  struct {
+    uint64_t ok, failed, rejected;
+  } dispatches;
+  uint64_t clients;
+} proto_status_result_t;
+
+typedef struct proto_text {
+  const char *text; /* NUL-terminated; len excludes the NUL */
+  size_t len;
+} proto_text_t;
+
+typedef struct proto_program_info {
+  const char *name, *description;
+  const pto_arg_spec_t *args; /* {name, kind, optional, doc}, as in pto/program.h */
+  uint32_t nargs;
+} proto_program_info_t;
+
+typedef struct proto_programs_result {
+  const proto_program_info_t *programs;
+  uint32_t count;
+} proto_programs_result_t;
+
+typedef struct proto_dispatch_result {
+  const proto_bytes_t *outputs; /* one per arg; ptr NULL = nil (not an inout/out arg) */
+  uint32_t noutputs;
+  struct {
+    bool hit;
+    uint64_t build_us;
+    uint64_t key;
+  } arena;
+  pto_sizing_resolved_t sizing; /* values and sources */
+  pto_sizing_t peaks;           /* peaks.value[field][ring] */
+  struct {
+    uint64_t queue, arena, run, total;
+  } timing_us;
+  uint64_t tasks;
+} proto_dispatch_result_t;
+
+typedef struct proto_buffer_info {
+  const char *name;
+  uint64_t bytes;
+} proto_buffer_info_t;
+
+typedef struct proto_byte_count {
+  uint64_t bytes;
+} proto_byte_count_t;
+
+typedef struct proto_buffer_list {
+  const proto_buffer_info_t *buffers;
+  uint32_t count;
+} proto_buffer_list_t;
+
+typedef struct proto_advise_result {
+  pto_sizing_t observed;    /* peaks seen: {task_window, heap, dep_pool} on the wire */
+  pto_sizing_t recommended; /* a sizing map */
+  const char *config;       /* the config-file lines that set it */
+} proto_advise_result_t;
+
+typedef union proto_result {
+  proto_ping_result_t ping;
+  proto_status_result_t status;
+  proto_text_t metrics;
+  proto_programs_result_t programs;
+  proto_dispatch_result_t dispatch;
+  proto_buffer_info_t buffer_alloc;
+  proto_byte_count_t buffer_write;
+  proto_bytes_t buffer_read;
+  proto_byte_count_t buffer_free;
+  proto_buffer_list_t buffer_list;
+  proto_arena_t prewarm;
+  proto_advise_result_t advise;
+} proto_result_t;
+
+/* Decode the params of `method`: params is the map of a `[map]` params
+ * array, or NULL for `[]` (proto_envelope_t.params).  zone is the one the
+ * message was unpacked into (unpacked.zone, never NULL after proto_decode):
+ * decoded strings and arrays are allocated there.  ret may be NULL for methods without params.  Returns 0,
+ * -PTO_E_INVALID_REQUEST, -PTO_E_INVALID_CONFIG (ret_err says which key and
+ * why), or -ENOMEM. */
+int proto_params_decode(proto_method_t method, const msgpack_object *params, msgpack_zone *zone,
+                        proto_params_t *ret, pto_error_t *ret_err);
+
+/* Pack the params array of `method`: `[]` when there is nothing to send,
+ * else `[{...}]` with the keys that are set.  params may be NULL for
+ * methods without params. */
+int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params);
+
+/* Pack the result object of `method`. */
+int proto_result_pack(msgpack_packer *pk, proto_method_t method, const proto_result_t *result);
+
+/* Decode the result object of a successful response to `method`.  Returns
+ * 0, -PTO_E_INVALID_REQUEST naming the bad key ("... in status result"), or
+ * -ENOMEM. */
+int proto_result_decode(proto_method_t method, const msgpack_object *result, msgpack_zone *zone,
+                        proto_result_t *ret, pto_error_t *ret_err);
+
+/* Whole messages into sb (appended): the request `[0, msgid, name, params]`
+ * and the success response `[1, msgid, nil, result]`. */
+int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                         const proto_params_t *params);
+int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                          const proto_result_t *result);
+
+/* Whether name is a valid buffer or program name: 1..PROTO_NAME_MAX bytes of
+ * [A-Za-z0-9._-], not starting with '.' (so never a path, never hidden). */
+bool proto_name_valid(const char *name, size_t len);
+
+#endif

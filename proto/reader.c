@@ -1,0 +1,222 @@
+/* The bounded stream reader of proto/reader.h. */
+#include "reader.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+enum elem_kind { ELEM_SCALAR, ELEM_INT, ELEM_PAYLOAD, ELEM_ARRAY, ELEM_MAP };
+
+/* What one header byte says: how long the header is (with the size bytes and
+ * the bytes of a fixed-width number), and what follows it. */
+typedef struct header {
+  enum elem_kind kind;
+  uint32_t len;      /* header bytes, first byte included */
+  uint32_t size_len; /* bytes of the big-endian length/count/value after the first byte */
+  uint32_t fixed;    /* payload size known from the first byte (fixstr, fixext) */
+  const char *what;  /* for messages */
+} header_t;
+
+static uint64_t read_be(const uint8_t *p, uint32_t n) {
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < n; i++) v = (v << 8) | p[i];
+  return v;
+}
+
+/* Returns false for the reserved byte 0xc1. */
+static bool classify(uint8_t b, header_t *h) {
+  static const uint32_t pow2[4] = {1, 2, 4, 8};
+  /* nil, false, true unless a case below says otherwise */
+  header_t x = {.kind = ELEM_SCALAR, .len = 1, .what = "value"};
+  if (b <= 0x7f || b >= 0xe0)
+    x.kind = ELEM_INT;
+  else if (b <= 0x8f)
+    x = (header_t){.kind = ELEM_MAP, .len = 1, .fixed = b & 0x0fu, .what = "map header"};
+  else if (b <= 0x9f)
+    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .fixed = b & 0x0fu, .what = "array header"};
+  else if (b <= 0xbf)
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .fixed = b & 0x1fu, .what = "str header"};
+  else if (b == 0xc1)
+    return false;
+  else if (b >= 0xc4 && b <= 0xc6)
+    x = (header_t){
+        .kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xc4], .what = "bin header"};
+  else if (b >= 0xc7 && b <= 0xc9) /* ext: length, then a type byte that belongs to the header */
+    x = (header_t){
+        .kind = ELEM_PAYLOAD, .len = 2, .size_len = pow2[b - 0xc7], .what = "ext header"};
+  else if (b == 0xca || b == 0xcb)
+    x.len = b == 0xca ? 5 : 9;
+  else if (b >= 0xcc && b <= 0xd3)
+    x = (header_t){.kind = ELEM_INT, .len = 1 + pow2[(b - 0xcc) & 3u], .what = "value"};
+  else if (b >= 0xd4 && b <= 0xd8)
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .fixed = 1u << (b - 0xd4), .what = "ext header"};
+  else if (b >= 0xd9 && b <= 0xdb)
+    x = (header_t){
+        .kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xd9], .what = "str header"};
+  else if (b == 0xdc || b == 0xdd)
+    x = (header_t){
+        .kind = ELEM_ARRAY, .len = 1, .size_len = b == 0xdc ? 2 : 4, .what = "array header"};
+  else if (b == 0xde || b == 0xdf)
+    x = (header_t){.kind = ELEM_MAP, .len = 1, .size_len = b == 0xde ? 2 : 4, .what = "map header"};
+  x.len += x.size_len;
+  *h = x;
+  return true;
+}
+
+/* The value of an integer header, and whether it is >= 0. */
+static bool int_value(const uint8_t *p, const header_t *h, uint64_t *ret) {
+  uint8_t b = p[0];
+  if (b <= 0x7f) {
+    *ret = b;
+    return true;
+  }
+  if (b >= 0xcc && b <= 0xcf) {
+    *ret = read_be(p + 1, h->len - 1);
+    return true;
+  }
+  if (b >= 0xd0 && b <= 0xd3) {
+    uint32_t n = h->len - 1;
+    uint64_t v = read_be(p + 1, n);
+    if (v >> (8 * n - 1)) return false; /* sign bit set */
+    *ret = v;
+    return true;
+  }
+  return false; /* negative fixint */
+}
+
+void proto_reader_init(proto_reader_t *r, size_t max_message) {
+  memset(r, 0, sizeof(*r));
+  r->max_message = max_message;
+  proto_reader_reset(r);
+}
+
+void proto_reader_reset(proto_reader_t *r) {
+  size_t max = r->max_message;
+  memset(r, 0, sizeof(*r));
+  r->max_message = max;
+  r->need = 1;
+  r->remaining[0] = 1;
+}
+
+bool proto_reader_msgid(const proto_reader_t *r, uint32_t *ret_msgid) {
+  if (r->has_msgid && ret_msgid) *ret_msgid = r->msgid;
+  return r->has_msgid;
+}
+
+uint64_t proto_reader_objects(const proto_reader_t *r) { return r->objects; }
+
+static int failed_before(proto_reader_t *r, pto_error_t *err) {
+  r->remaining[0] = UINT64_MAX;
+  return pto_error_set(err, PTO_E_INVALID_REQUEST,
+                       "The message stream failed earlier and cannot be resynchronised; "
+                       "reset the reader and start a new connection.");
+}
+
+/* claim: the count or length the header announced, or 0 when the header
+ * itself does not fit. */
+static int too_large(proto_reader_t *r, const header_t *h, uint64_t claim, uint64_t least,
+                     pto_error_t *err) {
+  char what[96];
+  const char *unit = h->kind == ELEM_ARRAY ? "elements" : h->kind == ELEM_MAP ? "entries" : "bytes";
+  if (claim > 0)
+    snprintf(what, sizeof(what), "the %s at byte %zu claims %" PRIu64 " %s", h->what, r->offset,
+             claim, unit);
+  else
+    snprintf(what, sizeof(what), "it is still incomplete at byte %zu", r->offset);
+  pto_error_set(err, PTO_E_MESSAGE_TOO_LARGE,
+                "The message is larger than max_message (%zu bytes): %s, so it needs at least "
+                "%" PRIu64 " bytes; send less per message or raise max_message.",
+                r->max_message, what, least);
+  if (err) {
+    err->requested = least;
+    err->capacity = r->max_message;
+  }
+  r->remaining[0] = UINT64_MAX;
+  return -PTO_E_MESSAGE_TOO_LARGE;
+}
+
+/* Bookkeeping for the `[0, msgid` prefix of a request. */
+static void note_msgid(proto_reader_t *r, const uint8_t *p, const header_t *h) {
+  uint64_t index, v;
+  if (r->depth != 1 || r->top_count == 0) return;
+  index = r->top_count - r->remaining[1];
+  if (index > 1) return;
+  if (h->kind != ELEM_INT || !int_value(p, h, &v)) {
+    r->top_count = 0; /* not a request: stop looking */
+    return;
+  }
+  if (index == 0 && v != 0) r->top_count = 0;
+  if (index == 1 && v <= UINT32_MAX) {
+    r->has_msgid = true;
+    r->msgid = (uint32_t)v;
+  }
+}
+
+int proto_reader_feed(proto_reader_t *r, const void *data, size_t len, size_t *ret_length,
+                      pto_error_t *ret_err) {
+  const uint8_t *buf = data;
+  if (r->remaining[0] == UINT64_MAX) return failed_before(r, ret_err);
+  for (;;) {
+    header_t h;
+    const uint8_t *p;
+    uint64_t payload = 0, children = 0, least;
+
+    if (r->skip > 0) {
+      uint64_t take = len - r->offset < r->skip ? len - r->offset : r->skip;
+      r->offset += (size_t)take;
+      r->skip -= take;
+      r->need -= take;
+      if (r->skip > 0) return 0;
+    }
+    while (r->depth > 0 && r->remaining[r->depth] == 0) r->depth--;
+    if (r->depth == 0 && r->remaining[0] == 0) {
+      *ret_length = r->offset;
+      return 1;
+    }
+    if (r->offset >= len) return 0;
+
+    p = buf + r->offset;
+    if (!classify(p[0], &h)) {
+      r->remaining[0] = UINT64_MAX;
+      return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
+                           "The message holds the reserved byte 0xc1 at byte %zu, which is not "
+                           "valid msgpack; check the sender's encoder.",
+                           r->offset);
+    }
+    if ((h.kind == ELEM_ARRAY || h.kind == ELEM_MAP) && r->depth >= PROTO_MAX_DEPTH) {
+      r->remaining[0] = UINT64_MAX;
+      return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
+                           "The message nests containers more than %d deep (at byte %zu); "
+                           "send a flatter message.",
+                           PROTO_MAX_DEPTH, r->offset);
+    }
+    /* The header alone must fit, before waiting for the rest of it. */
+    least = (uint64_t)r->offset + h.len - 1 + r->need;
+    if (least > r->max_message) return too_large(r, &h, 0, least, ret_err);
+    if (len - r->offset < h.len) return 0;
+
+    if (h.kind == ELEM_ARRAY || h.kind == ELEM_MAP) {
+      children = h.size_len ? read_be(p + 1, h.size_len) : h.fixed;
+      if (h.kind == ELEM_MAP) children *= 2;
+    } else if (h.kind == ELEM_PAYLOAD) {
+      payload = h.size_len ? read_be(p + 1, h.size_len) : h.fixed;
+    }
+    least = (uint64_t)r->offset + h.len + r->need - 1 + payload + children;
+    if (least > r->max_message) {
+      uint64_t claim = h.kind == ELEM_MAP ? children / 2 : children + payload;
+      return too_large(r, &h, claim, least, ret_err);
+    }
+
+    note_msgid(r, p, &h);
+    if (r->depth == 0 && h.kind == ELEM_ARRAY) r->top_count = (uint32_t)children;
+    r->objects++;
+    r->remaining[r->depth]--;
+    r->offset += h.len;
+    r->need = r->need - 1 + payload + children;
+    r->skip = payload;
+    if (children > 0) {
+      r->depth++;
+      r->remaining[r->depth] = children;
+    }
+  }
+}

@@ -1,0 +1,120 @@
+/* proto/rpc.h — msgpack-RPC envelopes and the wire error map.
+ *
+ *   request       [0, msgid, method, params]   msgid uint32, method str
+ *   response      [1, msgid, error, result]    error nil or an error map
+ *   notification  [2, method, params]
+ * where params is [] or [map] (named parameters, docs/protocol.md).
+ *
+ * Encoding writes through a msgpack_packer over a msgpack_sbuffer the caller
+ * owns; the *_begin functions write the envelope up to the last element,
+ * which the caller then packs itself (proto/methods.h does it for every
+ * method).  Encoders return 0 or -ENOMEM (the buffer could not grow; its
+ * contents are then unusable).
+ *
+ * Decoding (proto_decode) unpacks one complete message — one that
+ * proto_reader found — into a msgpack_unpacked the caller owns.  Lifetime:
+ * msgpack-c does not copy str/bin payloads; the decoded objects point into
+ * the caller's input bytes, and the containers live in unpacked->zone.  So
+ * everything proto_decode and proto/methods.h hand back is valid until the
+ * caller frees or overwrites the input bytes, or reuses/destroys the
+ * unpacked (msgpack_unpacked_destroy), whichever comes first.
+ *
+ * Nothing here allocates except msgpack-c (zone, sbuffer) and nothing logs.
+ */
+#ifndef PROTO_RPC_H
+#define PROTO_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+#include <pto/errors.h>
+
+typedef enum proto_msg_type {
+  PROTO_MSG_REQUEST = 0,
+  PROTO_MSG_RESPONSE = 1,
+  PROTO_MSG_NOTIFICATION = 2,
+} proto_msg_type_t;
+
+/* One decoded message.  Pointers point into the unpacked message (see the
+ * lifetime above). */
+typedef struct proto_envelope {
+  proto_msg_type_t type;
+  uint32_t msgid;     /* request, response */
+  const char *method; /* request, notification: NOT NUL-terminated */
+  size_t method_len;
+  /* request, notification: the params map, or NULL for `[]` */
+  const msgpack_object *params;
+  /* response: error is NULL on success (nil on the wire), else the error map
+   * (decode it with proto_error_decode); result is the result object (nil
+   * when error is set). */
+  const msgpack_object *error;
+  const msgpack_object *result;
+  /* Set on failure too (see proto_decode): */
+  bool has_msgid;  /* msgid was read: the failure belongs to that request/response */
+  bool answerable; /* a request whose failure is answered with [1, msgid, error, nil] */
+} proto_envelope_t;
+
+/* Decode data[0..len), exactly one msgpack message, into *unpacked (which the
+ * caller has initialised with msgpack_unpacked_init and frees with
+ * msgpack_unpacked_destroy; a previous content is released first).
+ *
+ * Returns 0, or -PTO_E_INVALID_REQUEST with ret_err filled and ret_env
+ * telling the two kinds of failure apart:
+ *   - ret_env->answerable: the message is `[0, msgid, ...]` with a uint32
+ *     msgid but something else is wrong (method not a str, params not []
+ *     or [map], a wrong element count): answer ret_env->msgid with the
+ *     error and keep the connection;
+ *   - otherwise the message cannot be parsed as msgpack-RPC at all: the
+ *     daemon sends proto_pack_error_notification and closes the connection.
+ * The structure is checked again here (depth, claims against len), so
+ * data need not have come through a proto_reader, but the reader is what
+ * stops an oversized message before it is buffered whole.
+ * May also return -ENOMEM (msgpack-c could not allocate its zone). */
+int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
+                 proto_envelope_t *ret_env, pto_error_t *ret_err);
+
+/* Whether the envelope's method is `name` (a NUL-terminated string). */
+bool proto_envelope_method_is(const proto_envelope_t *env, const char *name);
+
+/* [0, msgid, method, — the caller packs params next (an array). */
+int proto_pack_request_begin(msgpack_packer *pk, uint32_t msgid, const char *method);
+/* [1, msgid, nil, — the caller packs the result next. */
+int proto_pack_response_begin(msgpack_packer *pk, uint32_t msgid);
+/* [1, msgid, {error map}, nil] — complete. */
+int proto_pack_response_error(msgpack_packer *pk, uint32_t msgid, const pto_error_t *err);
+/* [2, method, — the caller packs params next (an array). */
+int proto_pack_notification_begin(msgpack_packer *pk, const char *method);
+/* [2, "error", [{error map}]] — what the daemon sends before it closes a
+ * connection whose bytes cannot be parsed. */
+int proto_pack_error_notification(msgpack_packer *pk, const pto_error_t *err);
+
+/* The same two, as whole messages appended to sb. */
+int proto_encode_error_response(msgpack_sbuffer *sb, uint32_t msgid, const pto_error_t *err);
+int proto_encode_error_notification(msgpack_sbuffer *sb, const pto_error_t *err);
+
+/* The error map: {"code", "name", "message"} and, when set in err, the
+ * detail keys "ring" (ring >= 0), "requested" and "capacity" (ring >= 0, or
+ * either one non-zero), "hint" and "key" (non-empty).  An empty message is
+ * sent as the table's default message; an unknown code's name as "UNKNOWN". */
+int proto_pack_error_map(msgpack_packer *pk, const pto_error_t *err);
+
+/* Decode an error map into *ret (copied, truncated to the fixed fields).
+ * Lenient, so an older client still understands a newer daemon: unknown
+ * keys are ignored; a missing "code" is taken from "name"; a missing message
+ * becomes the table's default.  Returns 0, or -PTO_E_INVALID_REQUEST when
+ * obj is not a map or has neither a usable code nor name (ret then says so,
+ * with code PTO_E_INTERNAL, so it can still be shown). */
+int proto_error_decode(const msgpack_object *obj, pto_error_t *ret);
+
+/* Make room for `more` bytes at the end of sb in one step, so that packing a
+ * large bin body afterwards copies it once and never reallocates.  Returns 0
+ * or -ENOMEM. */
+int proto_sbuffer_reserve(msgpack_sbuffer *sb, size_t more);
+
+/* How a value looks in a message: nil, true, 42, -1, 1.5, "text" (quoted,
+ * cut at 40 bytes), "a bin of 3 bytes", "an array of 2", "a map of 1", ... */
+void proto_describe(const msgpack_object *obj, char *buf, size_t len);
+
+#endif
