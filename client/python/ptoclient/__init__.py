@@ -1,0 +1,40 @@
+"""ptoclient: the Python client of ptod, the per-device worker daemon.
+
+Pure Python on msgpack (Debian's python3-msgpack).  See client/python/README.md.
+
+    from ptoclient import Client, RunConfig, Buffer, Data, Out
+
+    with Client(device=0) as c:
+        r = c.dispatch("vector_add", [Data(a), Data(b), Out(len(a))],
+                       config=RunConfig(ring_heap=[512 << 20, 0, 0, 0]))
+        print(r["arena"]["hit"], r["sizing"]["source"]["ring_heap"])
+"""
+
+from .args import Buffer, Data, InOut, Out, Scalar, encode_arg, encode_args, f32, from_f32
+from .client import DEFAULT_TIMEOUT, Client, default_socket_path, socket_path_for
+from .config import INT32_MAX, MAX_TASK_WINDOW, RING_FIELDS, RunConfig, as_config
+from .errors import (
+    ERROR_CLASSES, AlreadyExists, Busy, CallTimeout, ClientError, ConnectFailed, ConnectionLost,
+    DeadlineExceeded, DepPoolOverflow, ExplicitOrchFatal, FlowControlDeadlock, HeapRingDeadlock,
+    Internal, InvalidArgs, InvalidConfig, InvalidRequest, MessageTooLarge, MultiDispatchError,
+    NotFound, OutOfMemory, PermissionDenied, ProtocolError, PtoError, RuntimeFailure,
+    SchedulerTimeout, ScopeDeadlock, ShuttingDown, TensormapOverflow, UnknownMethod,
+    UnknownProgram, error_from_wire)
+from .multi import MultiResult, dispatch_many
+
+PROTOCOL_VERSION = 1
+
+__all__ = [
+    "Client", "RunConfig", "Buffer", "Data", "InOut", "Out", "Scalar", "dispatch_many",
+    "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
+    "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
+    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION",
+    # errors
+    "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
+    "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",
+    "ScopeDeadlock", "HeapRingDeadlock", "FlowControlDeadlock", "DepPoolOverflow",
+    "InvalidArgs", "ExplicitOrchFatal", "TensormapOverflow", "SchedulerTimeout",
+    "InvalidRequest", "InvalidConfig", "UnknownMethod", "UnknownProgram", "Busy",
+    "DeadlineExceeded", "ShuttingDown", "OutOfMemory", "NotFound", "AlreadyExists",
+    "PermissionDenied", "MessageTooLarge", "Internal",
+]

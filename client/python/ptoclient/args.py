@@ -1,0 +1,197 @@
+"""Dispatch arguments and their wire forms (PROTOCOL.md, "arg forms").
+
+    Buffer("kv")                       {"buffer": "kv"}
+    Buffer("kv", offset=o, bytes=n)    {"buffer": "kv", "offset": o, "bytes": n}
+    Data(x)                            {"data": bin}                  host input
+    Data(x, inout=True) / InOut(x)     {"data": bin, "dir": "inout"}  copied in and back out
+    Out(n)                             {"out": n}                     n bytes of host output
+    Scalar(v), or a plain int / float  {"scalar": v}
+
+Data accepts bytes, bytearray, memoryview, array.array or anything else with
+the buffer protocol; it is copied once into bytes at construction, so later
+changes to the caller's array do not change what is sent.  A plain bytes-like
+argument is a host input (Data(x)); a dict is sent as a raw wire argument,
+unchanged (for forms this client does not know yet).
+
+The result's ``outputs`` has one entry per argument: bytes for Data(inout)
+and Out arguments, None for the others.  f32() and from_f32() convert
+between float sequences and little-endian f32 bytes.
+"""
+
+import array
+import struct
+import sys
+
+__all__ = ["Buffer", "Data", "InOut", "Out", "Scalar", "encode_arg", "encode_args",
+           "f32", "from_f32"]
+
+_INT64_MIN = -(1 << 63)
+_UINT64_MAX = (1 << 64) - 1
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_count(what, value, allow_none=True):
+    if value is None and allow_none:
+        return None
+    if not _is_int(value) or value < 0 or value > _UINT64_MAX:
+        raise ValueError("%s must be a non-negative integer, got %r." % (what, value))
+    return value
+
+
+def _to_bytes(data, what):
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        raise TypeError("%s needs bytes-like data (bytes, bytearray, memoryview, array.array), "
+                        "got a str; encode it first." % what)
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError("%s needs bytes-like data (bytes, bytearray, memoryview, array.array), "
+                        "got %s." % (what, type(data).__name__)) from None
+    with view:
+        return view.tobytes()
+
+
+class Buffer:
+    """A device-resident buffer by name, or a slice [offset, offset+bytes) of one."""
+
+    __slots__ = ("name", "offset", "bytes")
+
+    def __init__(self, name, offset=None, bytes=None):  # noqa: A002 (the wire key)
+        if not isinstance(name, str) or not name:
+            raise ValueError("Buffer name must be a non-empty string, got %r." % (name,))
+        self.name = name
+        self.offset = _check_count("Buffer offset", offset)
+        self.bytes = _check_count("Buffer bytes", bytes)
+
+    def to_wire(self):
+        arg = {"buffer": self.name}
+        if self.offset is not None:
+            arg["offset"] = self.offset
+        if self.bytes is not None:
+            arg["bytes"] = self.bytes
+        return arg
+
+    def __repr__(self):
+        extra = "".join(", %s=%d" % (k, getattr(self, k)) for k in ("offset", "bytes")
+                        if getattr(self, k) is not None)
+        return "Buffer(%r%s)" % (self.name, extra)
+
+
+class Data:
+    """Host bytes copied to the device for the run (and back, when inout)."""
+
+    __slots__ = ("data", "inout")
+
+    def __init__(self, data, inout=False):
+        self.data = _to_bytes(data, "Data")
+        self.inout = bool(inout)
+
+    def to_wire(self):
+        if self.inout:
+            return {"data": self.data, "dir": "inout"}
+        return {"data": self.data}
+
+    def __repr__(self):
+        return "Data(<%d bytes>%s)" % (len(self.data), ", inout=True" if self.inout else "")
+
+
+def InOut(data):  # noqa: N802 (reads like the other argument classes)
+    """Data(data, inout=True)."""
+    return Data(data, inout=True)
+
+
+class Out:
+    """nbytes of host output, returned in the result's outputs."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes):
+        self.nbytes = _check_count("Out size", nbytes, allow_none=False)
+
+    def to_wire(self):
+        return {"out": self.nbytes}
+
+    def __repr__(self):
+        return "Out(%d)" % self.nbytes
+
+
+class Scalar:
+    """An int (int64 or uint64 range) or float scalar argument."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError("Scalar needs an int or a float, got %r." % (value,))
+        if isinstance(value, int) and not _INT64_MIN <= value <= _UINT64_MAX:
+            raise ValueError("Scalar %d does not fit in 64 bits." % value)
+        self.value = value
+
+    def to_wire(self):
+        return {"scalar": self.value}
+
+    def __repr__(self):
+        return "Scalar(%r)" % (self.value,)
+
+
+def encode_arg(arg, index=None):
+    """One argument -> its wire map (see the module docstring)."""
+    where = "" if index is None else "args[%d]: " % index
+    if isinstance(arg, (Buffer, Data, Out, Scalar)):
+        return arg.to_wire()
+    if isinstance(arg, bool):
+        raise TypeError("%sa bool is not a dispatch argument; pass Scalar(int(x)) if you mean "
+                        "0 or 1." % where)
+    if isinstance(arg, (int, float)):
+        try:
+            return Scalar(arg).to_wire()
+        except ValueError as exc:
+            raise ValueError(where + str(exc)) from None
+    if isinstance(arg, dict):
+        return arg
+    if isinstance(arg, str):
+        raise TypeError("%sa str is not a dispatch argument; use Buffer(%r) for a resident "
+                        "buffer or Data(text.encode()) for host bytes." % (where, arg))
+    if isinstance(arg, (bytes, bytearray, memoryview, array.array)) or _has_buffer(arg):
+        return Data(arg).to_wire()
+    raise TypeError("%scannot send an object of type %s; use Buffer(name), Data(bytes), "
+                    "Out(nbytes) or Scalar(value)." % (where, type(arg).__name__))
+
+
+def _has_buffer(obj):
+    try:
+        memoryview(obj).release()
+        return True
+    except TypeError:
+        return False
+
+
+def encode_args(args):
+    """A sequence of arguments -> the wire ``args`` list."""
+    if args is None:
+        return []
+    if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
+        raise TypeError("args must be a list of arguments, got %s." % type(args).__name__)
+    return [encode_arg(a, i) for i, a in enumerate(args)]
+
+
+def f32(values):
+    """Floats -> little-endian f32 bytes."""
+    values = list(values)
+    return struct.pack("<%df" % len(values), *values)
+
+
+def from_f32(data):
+    """Little-endian f32 bytes -> array.array('f')."""
+    if len(data) % 4:
+        raise ValueError("f32 data must be a multiple of 4 bytes, got %d." % len(data))
+    out = array.array("f")
+    out.frombytes(bytes(data))
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out

@@ -1,0 +1,662 @@
+"""Client: one msgpack-RPC connection to one ptod.
+
+Blocking calls, one per method of the protocol, each with its own timeout:
+
+    with Client(device=0) as c:
+        c.ping()
+        r = c.dispatch("vector_add", [Data(a), Data(b), Out(n)],
+                       config=RunConfig(ring_heap=[512 << 20, 0, 0, 0]))
+
+Pipelining: send many requests, then collect each answer by its msgid, in
+any order (the daemon may answer out of order):
+
+    ids = [c.send_dispatch("noop", [100]) for _ in range(8)]
+    results = c.gather(ids)            # or c.result(ids[3]) one at a time
+
+Timeouts.  Every call takes ``timeout`` (seconds; None = the client's
+default, DEFAULT_TIMEOUT = 300 s unless the constructor says otherwise;
+math.inf = no limit).  The finite default is there so that a stopped daemon
+never hangs a caller forever.  When it expires the call raises
+CallTimeout; the connection stays open and usable, and the answer, if it
+comes later, is discarded.  The daemon has no cancel: the request may still
+run; give a dispatch ``deadline_ms`` so that it never starts late.  Only
+when a request could not be written whole in time is the connection closed
+(a half-written message would corrupt the stream); the error says so.
+
+Failures.  A daemon error map raises its PtoError subclass.  An error
+notification ``[2, "error", [{code, name, message}]]`` (the daemon refusing
+the connection with PERMISSION_DENIED or BUSY, or closing it after
+MESSAGE_TOO_LARGE) raises that error from every pending call and every later
+one.  A daemon that exits or closes the connection mid-call raises
+ConnectionLost (a ConnectionError) at once, never a hang.
+
+Threads.  A Client may be shared by threads: requests are written whole
+under a lock, and whichever waiting thread holds the read role reads answers
+for all of them.  close() makes the calls of other threads fail with
+ConnectionLost.
+"""
+
+import collections
+import math
+import os
+import select
+import socket
+import statistics
+import threading
+import time
+
+import msgpack
+
+from .args import encode_args, _to_bytes
+from .config import as_config
+from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
+                     error_from_wire)
+
+__all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 300.0
+CONNECT_TIMEOUT = 10.0
+SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
+_RECV_SIZE = 1 << 20
+_MSGID_LIMIT = 1 << 32
+_UNSET = object()
+
+
+def socket_path_for(euid, xdg_runtime_dir, device):
+    """ptod's built-in socket path for an effective uid and XDG_RUNTIME_DIR
+    value (None = unset); proto/paths.h has the same rule."""
+    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device <= 255:
+        raise ValueError("device must be an integer in [0, 255], got %r." % (device,))
+    if euid == 0:
+        path = "/run/ptod/ptod%d.sock" % device
+    elif xdg_runtime_dir and xdg_runtime_dir.startswith("/"):
+        path = "%s/ptod/ptod%d.sock" % (xdg_runtime_dir, device)
+    else:
+        path = "/tmp/ptod-%d/ptod%d.sock" % (euid, device)
+    if len(os.fsencode(path)) >= SOCKET_PATH_MAX:
+        raise ValueError("The socket path %s is longer than a Unix socket path can be (%d bytes); "
+                         "pass socket_path= explicitly." % (path, SOCKET_PATH_MAX - 1))
+    return path
+
+
+def default_socket_path(device=0):
+    """Where ptod for `device` listens unless its config says otherwise:
+    /run/ptod/ptod<device>.sock for root; else
+    $XDG_RUNTIME_DIR/ptod/ptod<device>.sock when XDG_RUNTIME_DIR is absolute;
+    else /tmp/ptod-<uid>/ptod<device>.sock."""
+    return socket_path_for(os.geteuid(), os.environ.get("XDG_RUNTIME_DIR"), device)
+
+
+def _deadline(timeout):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, type(None))) \
+            or (timeout is not None and (timeout < 0 or math.isnan(timeout))):
+        raise ValueError("timeout must be a number of seconds >= 0 (math.inf or None: no limit), "
+                         "got %r." % (timeout,))
+    if timeout is None or math.isinf(timeout):
+        return None
+    return time.monotonic() + timeout
+
+
+def _left(deadline):
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _wait_fd(fd, events, deadline):
+    """Poll one fd; True when ready (or in error), False at the deadline."""
+    poller = select.poll()
+    poller.register(fd, events)
+    while True:
+        left = _left(deadline)
+        if left is not None and left <= 0:
+            return False
+        ms = -1 if left is None else max(1, int(math.ceil(left * 1000)))
+        try:
+            if poller.poll(ms):
+                return True
+        except InterruptedError:
+            continue
+
+
+class Client:
+    """A connection to one ptod (see the module docstring).
+
+    socket_path: the daemon's socket; default: default_socket_path(device).
+    device: the device number whose default socket to use.
+    timeout: the default per-call timeout in seconds (None or math.inf: no
+        limit); each call may give its own.
+    connect_timeout: for connecting (default: the smaller of timeout and 10 s).
+    """
+
+    def __init__(self, socket_path=None, device=0, timeout=DEFAULT_TIMEOUT, connect_timeout=None):
+        _deadline(timeout)  # validate
+        self.device = device
+        self.socket_path = socket_path if socket_path is not None else default_socket_path(device)
+        self.timeout = timeout
+        self.notifications = collections.deque(maxlen=256)  # (method, params), except "error"
+        self._cond = threading.Condition()
+        self._send_lock = threading.Lock()
+        self._pending = {}       # msgid -> method, sent and not yet collected
+        self._results = {}       # msgid -> (error, result), answered and not yet collected
+        self._abandoned = set()  # msgids whose call timed out; their answers are dropped
+        self._failure = None     # the PtoError that ended the connection
+        self._send_error = None  # OSError of a failed write; the read side tells why
+        self._reading = False
+        self._closed = False
+        self._next_id = 1
+        self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
+        self._sock = self._connect(connect_timeout)
+
+    # ---- connection -----------------------------------------------------
+
+    def _connect(self, connect_timeout):
+        if connect_timeout is None:
+            connect_timeout = CONNECT_TIMEOUT
+            if self.timeout is not None and self.timeout < connect_timeout:
+                connect_timeout = self.timeout
+        where = "ptod at %s" % self.socket_path
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        sock.settimeout(None if math.isinf(connect_timeout) else connect_timeout)
+        try:
+            sock.connect(self.socket_path)
+        except FileNotFoundError:
+            sock.close()
+            raise ConnectFailed("Cannot connect to %s: no such socket. Is ptod running for this "
+                                "device (systemctl status ptod@N), and is this its socket?"
+                                % where) from None
+        except ConnectionRefusedError:
+            sock.close()
+            raise ConnectFailed("Cannot connect to %s: connection refused (a socket file with no "
+                                "daemon behind it; start ptod or check the path)."
+                                % where) from None
+        except PermissionError:
+            sock.close()
+            raise ConnectFailed("Cannot connect to %s: permission denied; ask the operator to "
+                                "give your user access to the socket." % where) from None
+        except socket.timeout:
+            sock.close()
+            raise ConnectFailed("Cannot connect to %s: not accepted within %g s (the daemon is "
+                                "stopped or overloaded)." % (where, connect_timeout)) from None
+        except OSError as exc:
+            sock.close()
+            raise ConnectFailed("Cannot connect to %s: %s."
+                                % (where, exc.strerror or exc)) from None
+        sock.setblocking(False)
+        return sock
+
+    def close(self):
+        """Close the connection; pending calls (in other threads) get
+        ConnectionLost.  Idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._fail(ConnectionLost("The client closed its connection to ptod at %s."
+                                      % self.socket_path))
+        self._sock.close()
+
+    @property
+    def closed(self):
+        """True once the connection can no longer be used."""
+        with self._cond:
+            return self._failure is not None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "Client(%r)" % self.socket_path
+
+    # ---- low level: send, result, call -----------------------------------
+
+    def send(self, method, params=None, timeout=None):
+        """Send one request; returns its msgid for result().
+
+        params: None (sent as []) or a dict (sent as [dict]).  Raises
+        TypeError for a value msgpack cannot encode, CallTimeout when the
+        request could not be written in time, or the connection's failure.
+        A write to a daemon that already closed the connection does not
+        raise here: result() reports why it closed.
+        """
+        deadline = _deadline(self.timeout if timeout is None else timeout)
+        return self._send(method, params, deadline)
+
+    def _send(self, method, params, deadline):
+        if not isinstance(method, str):
+            raise TypeError("method must be a str, got %r." % (method,))
+        if params is not None and not isinstance(params, dict):
+            raise TypeError("params must be a dict (named parameters) or None, got %s."
+                            % type(params).__name__)
+        with self._cond:
+            if self._failure is not None:
+                raise self._call_failure(method, None)
+            msgid = self._alloc_id()
+            self._pending[msgid] = method
+        try:
+            data = msgpack.packb([0, msgid, method, [] if params is None else [params]],
+                                 use_bin_type=True)
+        except BaseException:
+            with self._cond:
+                del self._pending[msgid]
+            raise
+        self._write(data, msgid, method, deadline)
+        return msgid
+
+    def _alloc_id(self):
+        # uint32 msgids, skipping any still in use after a wrap.
+        while True:
+            msgid = self._next_id
+            self._next_id = self._next_id + 1 if self._next_id + 1 < _MSGID_LIMIT else 1
+            if msgid not in self._pending and msgid not in self._abandoned:
+                return msgid
+
+    def _write(self, data, msgid, method, deadline):
+        left = _left(deadline)
+        if not self._send_lock.acquire(timeout=-1 if left is None else max(0.0, left)):
+            with self._cond:
+                self._pending.pop(msgid, None)
+            raise CallTimeout("Could not send %s to ptod at %s within the timeout: other threads "
+                              "were still writing. Nothing was sent; the connection stays usable."
+                              % (method, self.socket_path))
+        view = memoryview(data)
+        off = 0
+        try:
+            while off < len(view):
+                if self._send_error is not None or self._failure is not None:
+                    return  # the connection is gone; result() says why
+                try:
+                    off += self._sock.send(view[off:], socket.MSG_NOSIGNAL)
+                    continue
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError as exc:
+                    # EPIPE / ECONNRESET: the daemon closed the connection, maybe
+                    # after an error notification still waiting to be read.
+                    with self._cond:
+                        self._send_error = exc
+                    return
+                # The socket is full.  Keep reading answers meanwhile: a
+                # server that blocks writing answers to us stops reading our
+                # requests, and both sides would wait for each other.
+                if self._drain():
+                    continue
+                fd = self._sock.fileno()
+                with self._cond:
+                    events = select.POLLOUT if self._reading else select.POLLOUT | select.POLLIN
+                if fd < 0 or _wait_fd(fd, events, deadline):
+                    continue
+                with self._cond:
+                    self._pending.pop(msgid, None)
+                    if off == 0:
+                        raise CallTimeout("Could not send %s to ptod at %s within the timeout "
+                                          "(the daemon is not reading). Nothing was sent; the "
+                                          "connection stays usable." % (method, self.socket_path))
+                    self._fail(ConnectionLost(
+                        "The connection to ptod at %s was closed because a %s request could only "
+                        "be written in part before its timeout." % (self.socket_path, method)))
+                raise CallTimeout("Could not send %s to ptod at %s within the timeout; it was "
+                                  "written in part, so the connection was closed."
+                                  % (method, self.socket_path))
+        except BaseException:
+            # Interrupted (e.g. KeyboardInterrupt) half-way through a message:
+            # the stream can no longer be parsed by the daemon.
+            if 0 < off < len(view):
+                with self._cond:
+                    self._fail(ConnectionLost(
+                        "The connection to ptod at %s was closed because sending a %s request "
+                        "was interrupted half-way." % (self.socket_path, method)))
+            raise
+        finally:
+            self._send_lock.release()
+
+    def result(self, msgid, timeout=None):
+        """The result of the request `msgid` (from send() / send_dispatch()),
+        waiting for it; raises its PtoError.  Each msgid is collected once."""
+        deadline = _deadline(self.timeout if timeout is None else timeout)
+        return self._result(msgid, deadline)
+
+    def _result(self, msgid, deadline):
+        with self._cond:
+            method = self._pending.get(msgid)
+            if method is None:
+                raise ValueError("No pending call with msgid %r on this connection (already "
+                                 "collected, timed out, or never sent)." % (msgid,))
+        expired = False
+        while True:
+            with self._cond:
+                while True:
+                    if msgid not in self._pending:
+                        raise ValueError("The call with msgid %d was collected by another thread."
+                                         % msgid)
+                    if msgid in self._results:
+                        error, result = self._results.pop(msgid)
+                        del self._pending[msgid]
+                        if error is not None:
+                            raise error_from_wire(error)
+                        return result
+                    if self._failure is not None:
+                        del self._pending[msgid]
+                        raise self._call_failure(method, msgid)
+                    left = _left(deadline)
+                    if expired or (left is not None and left <= 0):
+                        del self._pending[msgid]
+                        self._abandoned.add(msgid)
+                        raise CallTimeout(
+                            "No answer to %s (msgid %d) from ptod at %s within the timeout. The "
+                            "request may still run in the daemon (use deadline_ms so that a "
+                            "dispatch never starts late); this connection stays usable and the "
+                            "late answer will be discarded." % (method, msgid, self.socket_path))
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    self._cond.wait(left)
+            try:
+                expired = not self._pump(deadline)
+            finally:
+                with self._cond:
+                    self._reading = False
+                    self._cond.notify_all()
+
+    def call(self, method, params=None, timeout=None):
+        """send() then result() under one timeout; for methods this client
+        has no helper for yet."""
+        deadline = _deadline(self.timeout if timeout is None else timeout)
+        return self._result(self._send(method, params, deadline), deadline)
+
+    def gather(self, msgids, timeout=None, return_exceptions=False):
+        """The results of several msgids, in the order given, under one
+        timeout.  With return_exceptions a failed call gives its PtoError in
+        place of its result (others are still collected); without, the first
+        failure is raised after every answer has been collected."""
+        deadline = _deadline(self.timeout if timeout is None else timeout)
+        out, first_error = [], None
+        for msgid in msgids:
+            try:
+                out.append(self._result(msgid, deadline))
+            except PtoError as exc:
+                out.append(exc)
+                if first_error is None:
+                    first_error = exc
+        if first_error is not None and not return_exceptions:
+            raise first_error
+        return out
+
+    # ---- reading ------------------------------------------------------
+
+    def _drain(self):
+        """Handle whatever has arrived, without waiting, when no other
+        thread holds the read role.  True when it handled something (an
+        answer, or the end of the connection)."""
+        with self._cond:
+            if self._reading or self._failure is not None:
+                return False
+            self._reading = True
+        handled = False
+        try:
+            while True:
+                step = self._step(None, wait=False)
+                if step == "message":
+                    handled = True
+                elif step == "failed":
+                    return True
+                elif step == "empty":
+                    return handled
+                # "again": data was read; parse it
+        finally:
+            with self._cond:
+                self._reading = False
+                self._cond.notify_all()
+
+    def _pump(self, deadline):
+        """Read until one message has been handled or the connection failed
+        (True), or the deadline passed (False).  Only the thread holding the
+        read role calls this."""
+        while True:
+            step = self._step(deadline, wait=True)
+            if step != "again":
+                return step != "timeout"
+
+    def _step(self, deadline, wait):
+        """One step of reading (read role held): handle one buffered message
+        ("message"), else wait for data until the deadline ("timeout") or
+        not at all ("empty"), and read it ("again"); a broken stream fails
+        the connection ("failed")."""
+        try:
+            msg = next(self._unpacker)
+        except StopIteration:
+            msg = _UNSET
+        except Exception as exc:  # malformed stream: msgpack raises several types
+            with self._cond:
+                self._fail(ProtocolError(
+                    "ptod at %s sent data that is not valid msgpack (%s); the connection was "
+                    "closed." % (self.socket_path, exc)))
+            return "failed"
+        if msg is not _UNSET:
+            with self._cond:
+                self._handle(msg)
+            return "message"
+        fd = self._sock.fileno()
+        if wait and fd >= 0 and not _wait_fd(fd, select.POLLIN, deadline):
+            return "timeout"
+        try:
+            data = self._sock.recv(_RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return "again" if wait else "empty"
+        except OSError as exc:
+            with self._cond:
+                self._fail(ConnectionLost("The connection to ptod at %s failed: %s."
+                                          % (self.socket_path, exc.strerror or exc)))
+            return "failed"
+        if not data:
+            with self._cond:
+                self._fail(ConnectionLost(
+                    "ptod at %s closed the connection (the daemon exited, restarted or "
+                    "dropped this client; see its log)." % self.socket_path))
+            return "failed"
+        try:
+            self._unpacker.feed(data)
+        except msgpack.BufferFull:
+            with self._cond:
+                self._fail(ProtocolError("An answer from ptod at %s is larger than 4 GiB; "
+                                         "the connection was closed." % self.socket_path))
+            return "failed"
+        return "again"
+
+    def _handle(self, msg):
+        """One message off the wire (lock held)."""
+        if isinstance(msg, list) and len(msg) == 4 and msg[0] == 1 and isinstance(msg[1], int):
+            msgid = msg[1]
+            if msgid in self._pending and msgid not in self._results:
+                self._results[msgid] = (msg[2], msg[3])
+            else:
+                self._abandoned.discard(msgid)  # the late answer of a timed-out call
+        elif isinstance(msg, list) and len(msg) == 3 and msg[0] == 2 and isinstance(msg[1], str):
+            params = msg[2]
+            if msg[1] == "error":
+                err = params[0] if isinstance(params, list) and params else params
+                # The daemon closes the connection after it: every pending
+                # call fails with this error.
+                self._fail(error_from_wire(err))
+            else:
+                self.notifications.append((msg[1], params))
+        else:
+            shown = repr(msg) if len(repr(msg)) < 200 else "a long message"
+            self._fail(ProtocolError("ptod at %s sent %s, which is not a msgpack-RPC response or "
+                                     "notification; the connection was closed."
+                                     % (self.socket_path, shown)))
+        self._cond.notify_all()
+
+    def _fail(self, exc):
+        """Record why the connection ended (the first reason wins), wake
+        every waiter (lock held)."""
+        if self._failure is None:
+            self._failure = exc
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._cond.notify_all()
+
+    def _call_failure(self, method, msgid):
+        """The error one call raises once the connection has ended."""
+        failure = self._failure
+        if not isinstance(failure, ConnectionLost):
+            return failure.copy()
+        what = method if msgid is None else "%s (msgid %d)" % (method, msgid)
+        text = failure.message
+        if self._send_error is not None:
+            text += " (Writing to it had failed: %s.)" % (self._send_error.strerror
+                                                           or self._send_error)
+        prefix = "Cannot send %s: " % what if msgid is None else "No answer to %s: " % what
+        return ConnectionLost(prefix + text)
+
+    # ---- methods of the protocol ---------------------------------------
+
+    def ping(self, timeout=None):
+        """{version, device, state}."""
+        return self.call("ping", None, timeout)
+
+    def status(self, timeout=None):
+        return self.call("status", None, timeout)
+
+    def metrics(self, timeout=None):
+        """The Prometheus text exposition (str)."""
+        return self.call("metrics", None, timeout)
+
+    def programs(self, timeout=None):
+        """[{name, description, args}]."""
+        return self.call("programs", None, timeout)
+
+    @staticmethod
+    def dispatch_params(program, args=(), config=None, deadline_ms=None):
+        """The params map of a dispatch (validated, encoded); what dispatch()
+        and send_dispatch() send."""
+        if not isinstance(program, str) or not program:
+            raise ValueError("program must be a non-empty str, got %r." % (program,))
+        params = {"program": program, "args": encode_args(args)}
+        cfg = as_config(config)
+        if cfg is not None:
+            wire = cfg.to_wire()
+            if wire:
+                params["config"] = wire
+        if deadline_ms is not None:
+            if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 0:
+                raise ValueError("deadline_ms must be an integer >= 0 (milliseconds), got %r."
+                                 % (deadline_ms,))
+            params["deadline_ms"] = deadline_ms
+        return params
+
+    def dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
+        """Run `program` once; returns the result map (outputs as bytes, one
+        entry per argument; arena, sizing with source, peaks, timing_us,
+        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict) or
+        None.  deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run
+        has not started by then."""
+        return self.call("dispatch", self.dispatch_params(program, args, config, deadline_ms),
+                         timeout)
+
+    def send_dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
+        """Pipelined dispatch: send it and return its msgid for result()."""
+        return self.send("dispatch", self.dispatch_params(program, args, config, deadline_ms),
+                         timeout)
+
+    def buffer_alloc(self, name, nbytes=None, init=None, timeout=None):
+        """Allocate a resident buffer; init (bytes-like) fills it, and sets
+        nbytes when nbytes is None.  Returns {name, bytes}."""
+        params = {"name": name}
+        if init is not None:
+            init = _to_bytes(init, "buffer_alloc init")
+            if nbytes is None:
+                nbytes = len(init)
+        if nbytes is None:
+            raise ValueError("buffer_alloc needs nbytes or init.")
+        params["bytes"] = nbytes
+        if init is not None:
+            params["init"] = init
+        return self.call("buffer.alloc", params, timeout)
+
+    def buffer_write(self, name, data, offset=None, timeout=None):
+        """Write bytes-like data at offset (default 0).  Returns {bytes}."""
+        params = {"name": name}
+        if offset is not None:
+            params["offset"] = offset
+        params["data"] = _to_bytes(data, "buffer_write data")
+        return self.call("buffer.write", params, timeout)
+
+    def buffer_read(self, name, offset=None, nbytes=None, timeout=None):
+        """Read nbytes (default: to the end) from offset (default 0); returns bytes."""
+        params = {"name": name}
+        if offset is not None:
+            params["offset"] = offset
+        if nbytes is not None:
+            params["bytes"] = nbytes
+        return self.call("buffer.read", params, timeout)
+
+    def buffer_free(self, name, timeout=None):
+        """Free a resident buffer.  Returns {bytes}."""
+        return self.call("buffer.free", {"name": name}, timeout)
+
+    def buffer_list(self, timeout=None):
+        """[{name, bytes}]."""
+        return self.call("buffer.list", None, timeout)
+
+    def prewarm(self, config=None, timeout=None):
+        """Build the arena for this config's sizing now (None: the daemon's
+        baseline); returns the `arena` map of status."""
+        cfg = as_config(config)
+        wire = cfg.to_wire() if cfg is not None else {}
+        return self.call("prewarm", {"config": wire} if wire else None, timeout)
+
+    def advise(self, timeout=None):
+        """{observed, recommended, config}."""
+        return self.call("advise", None, timeout)
+
+    # ---- repeated dispatch ------------------------------------------
+
+    def bench(self, program, args=(), config=None, repeat=10, warmup=1, deadline_ms=None,
+              timeout=None):
+        """Dispatch one program warmup + repeat times, one after another,
+        with the very same params (arguments and config) every time,
+        warm-up included.  Returns a dict:
+
+            program, repeat, warmup, config (the wire config sent, or None)
+            wall_us     per measured run, measured here (send to answer)
+            run_us, total_us   the daemon's timing_us per measured run
+            min_us, median_us, p99_us   of wall_us (p99: nearest rank)
+            arena_hits, arena_misses    over the measured runs
+            warmup_arena_hits, warmup_arena_misses
+            last        the last run's result map
+        """
+        for what, value, low in (("repeat", repeat, 1), ("warmup", warmup, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError("%s must be an integer >= %d, got %r." % (what, low, value))
+        params = self.dispatch_params(program, args, config, deadline_ms)
+        wall, run, total = [], [], []
+        hits = [0, 0]
+        misses = [0, 0]
+        last = None
+        for i in range(warmup + repeat):
+            measured = i >= warmup
+            start = time.perf_counter()
+            last = self.call("dispatch", params, timeout)
+            elapsed = (time.perf_counter() - start) * 1e6
+            arena = last.get("arena") or {}
+            (hits if arena.get("hit") else misses)[measured] += 1
+            if measured:
+                wall.append(elapsed)
+                timing = last.get("timing_us") or {}
+                run.append(timing.get("run"))
+                total.append(timing.get("total"))
+        ordered = sorted(wall)
+        return {
+            "program": program, "repeat": repeat, "warmup": warmup,
+            "config": params.get("config"),
+            "wall_us": wall, "run_us": run, "total_us": total,
+            "min_us": ordered[0], "median_us": statistics.median(ordered),
+            "p99_us": ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)],
+            "arena_hits": hits[1], "arena_misses": misses[1],
+            "warmup_arena_hits": hits[0], "warmup_arena_misses": misses[0],
+            "last": last,
+        }

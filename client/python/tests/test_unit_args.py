@@ -1,0 +1,199 @@
+"""Argument encoding, dispatch params, socket paths and error objects."""
+
+import array
+import os
+import pickle
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import ptoclient  # noqa: E402
+from ptoclient import (Buffer, Client, Data, InOut, Out, RunConfig, Scalar,  # noqa: E402
+                       encode_arg, encode_args, f32, from_f32, socket_path_for)
+from ptoclient.errors import (CallTimeout, ConnectionLost, HeapRingDeadlock,  # noqa: E402
+                              InvalidConfig, PtoError, RuntimeFailure, error_from_wire)
+
+
+class Args(unittest.TestCase):
+    def test_buffer_forms(self):
+        self.assertEqual(Buffer("kv").to_wire(), {"buffer": "kv"})
+        self.assertEqual(Buffer("kv", offset=64, bytes=128).to_wire(),
+                         {"buffer": "kv", "offset": 64, "bytes": 128})
+        self.assertEqual(Buffer("kv", 0, 16).to_wire(), {"buffer": "kv", "offset": 0, "bytes": 16})
+        self.assertEqual(Buffer("kv", bytes=16).to_wire(), {"buffer": "kv", "bytes": 16})
+        for bad in ("", None, 3):
+            with self.assertRaises(ValueError):
+                Buffer(bad)
+        for bad in (-1, 1.5, True):
+            with self.assertRaises(ValueError):
+                Buffer("kv", offset=bad)
+
+    def test_data_forms(self):
+        self.assertEqual(Data(b"\x01\x02").to_wire(), {"data": b"\x01\x02"})
+        self.assertEqual(Data(b"\x01", inout=True).to_wire(), {"data": b"\x01", "dir": "inout"})
+        self.assertEqual(InOut(b"\x01").to_wire(), {"data": b"\x01", "dir": "inout"})
+        floats = array.array("f", [1.0, 2.0])
+        self.assertEqual(Data(floats).to_wire(), {"data": floats.tobytes()})
+        self.assertEqual(Data(memoryview(b"abcd")[1:3]).data, b"bc")
+        self.assertEqual(Data(bytearray(b"xy")).data, b"xy")
+        # copied at construction
+        buf = bytearray(b"ab")
+        d = Data(buf)
+        buf[0] = 0x7A
+        self.assertEqual(d.data, b"ab")
+        with self.assertRaises(TypeError):
+            Data("text")
+        with self.assertRaises(TypeError):
+            Data([1.0, 2.0])
+
+    def test_out_and_scalar(self):
+        self.assertEqual(Out(16).to_wire(), {"out": 16})
+        self.assertEqual(Out(0).to_wire(), {"out": 0})
+        with self.assertRaises(ValueError):
+            Out(-1)
+        self.assertEqual(Scalar(3).to_wire(), {"scalar": 3})
+        self.assertEqual(Scalar(-3).to_wire(), {"scalar": -3})
+        self.assertEqual(Scalar(0.5).to_wire(), {"scalar": 0.5})
+        with self.assertRaises(TypeError):
+            Scalar(True)
+        with self.assertRaises(TypeError):
+            Scalar("3")
+        with self.assertRaises(ValueError):
+            Scalar(1 << 64)
+
+    def test_plain_values(self):
+        self.assertEqual(encode_arg(7), {"scalar": 7})
+        self.assertEqual(encode_arg(1.25), {"scalar": 1.25})
+        self.assertEqual(encode_arg(b"\x00"), {"data": b"\x00"})
+        self.assertEqual(encode_arg(array.array("f", [1.0])), {"data": f32([1.0])})
+        raw = {"buffer": "kv", "future": 1}
+        self.assertIs(encode_arg(raw), raw)  # raw wire forms pass through
+        with self.assertRaises(TypeError) as cm:
+            encode_arg(True, 2)
+        self.assertTrue(str(cm.exception).startswith("args[2]: a bool"))
+        with self.assertRaises(TypeError) as cm:
+            encode_arg("kv", 0)
+        self.assertIn("Buffer('kv')", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            encode_arg(object(), 1)
+        self.assertTrue(str(cm.exception).startswith("args[1]: cannot send an object of type"))
+
+    def test_encode_args(self):
+        self.assertEqual(encode_args([Buffer("kv"), Data(b"a"), Out(4), 3, 0.5]),
+                         [{"buffer": "kv"}, {"data": b"a"}, {"out": 4}, {"scalar": 3},
+                          {"scalar": 0.5}])
+        self.assertEqual(encode_args(()), [])
+        self.assertEqual(encode_args(None), [])
+        with self.assertRaises(TypeError):
+            encode_args(b"abc")
+
+    def test_f32(self):
+        data = f32([1.0, -2.5, 3.0])
+        self.assertEqual(len(data), 12)
+        self.assertEqual(list(from_f32(data)), [1.0, -2.5, 3.0])
+        with self.assertRaises(ValueError):
+            from_f32(b"\x00\x00\x00")
+
+
+class DispatchParams(unittest.TestCase):
+    def test_params(self):
+        p = Client.dispatch_params("vector_add", [Data(b"a"), Data(b"b"), Out(4)])
+        self.assertEqual(p, {"program": "vector_add",
+                             "args": [{"data": b"a"}, {"data": b"b"}, {"out": 4}]})
+        p = Client.dispatch_params("noop", [10], RunConfig(ring_heap=[2048, 0, 0, 0]), 50)
+        self.assertEqual(p, {"program": "noop", "args": [{"scalar": 10}],
+                             "config": {"ring_heap": [2048, 0, 0, 0]}, "deadline_ms": 50})
+        # an empty config sends no config key; a dict config passes unknown keys through
+        self.assertNotIn("config", Client.dispatch_params("noop", [], RunConfig()))
+        p = Client.dispatch_params("noop", [], {"ring_task_window": 64, "future_knob": True})
+        self.assertEqual(p["config"], {"ring_task_window": 64, "future_knob": True})
+
+    def test_params_errors(self):
+        with self.assertRaises(ValueError):
+            Client.dispatch_params("", [])
+        with self.assertRaises(ValueError):
+            Client.dispatch_params("noop", [], None, -1)
+        with self.assertRaises(ValueError) as cm:
+            Client.dispatch_params("noop", [], {"ring_heap": 1000})
+        self.assertEqual(str(cm.exception),
+                         "ring_heap must be a power of 2 >= 1024 (bytes per ring), got 1000")
+
+
+class SocketPath(unittest.TestCase):
+    def test_rules(self):
+        self.assertEqual(socket_path_for(0, "/run/user/0", 3), "/run/ptod/ptod3.sock")
+        self.assertEqual(socket_path_for(1000, "/run/user/1000", 2),
+                         "/run/user/1000/ptod/ptod2.sock")
+        self.assertEqual(socket_path_for(1000, "relative/dir", 1), "/tmp/ptod-1000/ptod1.sock")
+        self.assertEqual(socket_path_for(1000, "", 0), "/tmp/ptod-1000/ptod0.sock")
+        self.assertEqual(socket_path_for(1000, None, 255), "/tmp/ptod-1000/ptod255.sock")
+
+    def test_bad_device_and_long_path(self):
+        for bad in (-1, 256, True, "0"):
+            with self.assertRaises(ValueError):
+                socket_path_for(1000, None, bad)
+        with self.assertRaises(ValueError):
+            socket_path_for(1000, "/" + "d" * 100, 0)
+
+    def test_default_uses_this_process(self):
+        path = ptoclient.default_socket_path(1)
+        if os.geteuid() == 0:
+            self.assertEqual(path, "/run/ptod/ptod1.sock")
+        else:
+            self.assertTrue(path.endswith("/ptod1.sock"), path)
+
+
+class Errors(unittest.TestCase):
+    def test_from_wire(self):
+        err = error_from_wire({"code": 2, "name": "HEAP_RING_DEADLOCK",
+                               "message": "Ring 0 ran out of heap.", "ring": 0,
+                               "requested": 4096, "capacity": 1024,
+                               "hint": "Raise ring_heap[0] to 4096.", "key": "ring_heap"})
+        self.assertIsInstance(err, HeapRingDeadlock)
+        self.assertIsInstance(err, RuntimeFailure)
+        self.assertEqual((err.code, err.name, err.message), (2, "HEAP_RING_DEADLOCK",
+                                                             "Ring 0 ran out of heap."))
+        self.assertEqual((err.ring, err.requested, err.capacity, err.key),
+                         (0, 4096, 1024, "ring_heap"))
+        self.assertEqual(err.detail["hint"], "Raise ring_heap[0] to 4096.")
+        self.assertEqual(str(err), "HEAP_RING_DEADLOCK (2): Ring 0 ran out of heap. "
+                                   "Hint: Raise ring_heap[0] to 4096.")
+        err.device = 1
+        self.assertTrue(str(err).startswith("device 1: HEAP_RING_DEADLOCK"))
+
+    def test_code_fallbacks(self):
+        self.assertIsInstance(error_from_wire({"code": 1001, "message": "x"}), InvalidConfig)
+        newer = error_from_wire({"code": 1500, "name": "SOMETHING_NEW", "message": "m"})
+        self.assertIs(type(newer), PtoError)
+        self.assertEqual((newer.code, newer.name), (1500, "SOMETHING_NEW"))
+        self.assertIsInstance(error_from_wire({"code": 12, "name": "X", "message": "m"}),
+                              RuntimeFailure)
+        text = error_from_wire("plain text error")
+        self.assertIs(type(text), PtoError)
+        self.assertIn("plain text error", str(text))
+
+    def test_client_errors_are_builtin_types_too(self):
+        lost = ConnectionLost("gone")
+        self.assertIsInstance(lost, ConnectionError)
+        self.assertIsInstance(lost, PtoError)
+        self.assertIsNone(lost.code)
+        self.assertEqual(str(lost), "CONNECTION_LOST: gone")
+        self.assertIsInstance(CallTimeout("late"), TimeoutError)
+
+    def test_pickle(self):
+        err = error_from_wire({"code": 1001, "name": "INVALID_CONFIG", "message": "bad",
+                               "key": "ring_heap"})
+        err.device = "/tmp/x.sock"
+        back = pickle.loads(pickle.dumps(err))
+        self.assertIs(type(back), InvalidConfig)
+        self.assertEqual((back.code, back.key, back.device, str(back)),
+                         (1001, "ring_heap", "/tmp/x.sock", str(err)))
+        back = pickle.loads(pickle.dumps(ConnectionLost("gone")))
+        self.assertIsInstance(back, ConnectionLost)
+        self.assertEqual(back.message, "gone")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
