@@ -83,7 +83,7 @@ static const cfg_key_t key_table[] = {
         "on sim."),
     KEY("device", "aicpu_thread_num", CFG_T_UINT, device.aicpu_thread_num, 2, 16, false, "4",
         "Orchestrator plus scheduler threads per dispatch (RunConfig's aicpu_thread_num)."),
-    KEY("device", "programs", CFG_T_DIR, device.programs, 1, 1, true, PTOD_DEFAULT_PROGRAMS_DIR,
+    KEY("device", "programs", CFG_T_DIR, device.programs, 1, 1, false, PTOD_DEFAULT_PROGRAMS_DIR,
         "Directory of the device program plugins (NAME.so); change it to serve your own "
         "programs."),
     KEY("device", "run_timeout", CFG_T_DURATION, device.run_timeout_ms, 1, DAY, true, "10s",

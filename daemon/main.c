@@ -5,7 +5,14 @@
 #include <string.h>
 
 #include <pto/program.h>
+#include <pto/sizing.h>
 #include <pto/version.h>
+
+#include "config.h"
+#include "ptod_run.h"
+
+/* sysexits.h's EX_CONFIG: systemd reads it as "configuration error". */
+#define EXIT_CONFIG 78
 
 static void print_version(void) {
   printf("ptod %s (protocol %d, program ABI %u)\n", PTO_VERSION, PTO_PROTOCOL_VERSION,
@@ -24,6 +31,33 @@ static void print_usage(FILE *out) {
           "  -h, --help               print this help and exit\n");
 }
 
+static void print_error(const pto_error_t *err) {
+  fprintf(stderr, "ptod: %s\n", err->message);
+  if (err->hint[0]) fprintf(stderr, "ptod: %s\n", err->hint);
+}
+
+/* --check-config: the file and the PTO2_RING_* environment, as start-up
+ * would read them; every problem found is reported, then 78. */
+static int check_config(const char *path) {
+  cfg_t cfg;
+  pto_sizing_t env;
+  pto_error_t err;
+  int bad = 0;
+  pto_error_clear(&err);
+  if (cfg_load(path, &cfg, &err) < 0) {
+    print_error(&err);
+    bad = 1;
+  }
+  pto_error_clear(&err);
+  if (pto_sizing_from_environ(&env, &err) < 0) {
+    print_error(&err);
+    bad = 1;
+  }
+  if (bad) return EXIT_CONFIG;
+  cfg_print(&cfg, &env, path, stdout);
+  return fflush(stdout) == 0 ? 0 : 74; /* EX_IOERR */
+}
+
 int main(int argc, char **argv) {
   static const struct option options[] = {
       {"config", required_argument, NULL, 'c'},
@@ -32,14 +66,21 @@ int main(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
+  const char *config_path = NULL;
   int opt;
   while ((opt = getopt_long(argc, argv, "c:Vh", options, NULL)) != -1) {
     switch (opt) {
+    case 'c': config_path = optarg; break;
     case 'V': print_version(); return 0;
+    case 'C': return check_config(optarg);
     case 'h': print_usage(stdout); return 0;
     default: print_usage(stderr); return 64; /* EX_USAGE */
     }
   }
-  print_usage(stderr);
-  return 64;
+  if (optind < argc) {
+    fprintf(stderr, "ptod: unexpected argument '%s'\n", argv[optind]);
+    print_usage(stderr);
+    return 64;
+  }
+  return ptod_run(config_path);
 }

@@ -106,7 +106,8 @@ END_TEST
 START_TEST(restart_keys) {
   static const char *const restart[] = {
       "daemon.socket",   "daemon.socket_mode", "daemon.socket_group", "device.id",
-      "device.platform", "device.memory",      "device.cores",        "device.aicpu_thread_num"};
+      "device.platform", "device.memory",      "device.cores",        "device.aicpu_thread_num",
+      "device.programs"};
   size_t n;
   const cfg_key_t *keys = cfg_key_table(&n);
   for (size_t i = 0; i < n; i++) {

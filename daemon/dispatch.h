@@ -1,0 +1,83 @@
+/* dispatch.h — the admission queue and the device thread.
+ *
+ * Work that touches the device (dispatches, buffer memory, arena builds)
+ * runs on one device thread, in admission order.  The loop admits a job
+ * into a bounded queue (full -> BUSY), the device thread runs it, and the
+ * job's completion runs back on the loop (uv_async).  The loop never waits
+ * on a run; the device thread never touches a socket.
+ *
+ * Before running a job the device thread drops it if its client is gone
+ * (the job is completed with DSP_CANCELLED and never run) or if its
+ * deadline passed before it could start (DSP_EXPIRED).  Draining completes
+ * every queued job with DSP_SHUTDOWN and lets the running one finish.
+ */
+#ifndef PTOD_DISPATCH_H
+#define PTOD_DISPATCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef enum dsp_outcome {
+  DSP_RAN = 0,       /* run() was called */
+  DSP_CANCELLED = 1, /* the client went away before it started */
+  DSP_EXPIRED = 2,   /* its deadline passed before it started */
+  DSP_SHUTDOWN = 3,  /* the daemon is draining; never run */
+} dsp_outcome_t;
+
+typedef struct dsp_job dsp_job_t;
+struct dsp_job {
+  /* Set by the submitter: */
+  void (*run)(dsp_job_t *job);      /* device thread */
+  void (*complete)(dsp_job_t *job); /* loop thread; the job may be freed here */
+  atomic_bool *gone;                /* client gone flag, or NULL for internal jobs */
+  uint64_t deadline_ns;             /* CLOCK_MONOTONIC; 0: none */
+  /* Set by the dispatcher: */
+  dsp_outcome_t outcome;
+  uint64_t admitted_ns;
+  uint64_t started_ns;  /* when run() began (DSP_RAN) */
+  uint64_t finished_ns;
+  dsp_job_t *next;
+};
+
+typedef struct dsp dsp_t;
+
+/* Start the device thread.  `capacity` bounds the jobs waiting (not the
+ * running one). */
+int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp);
+
+/* Admit a job.  Returns 0, -PTO_E_BUSY when the queue is full, or
+ * -PTO_E_SHUTTING_DOWN when draining; on error the job is untouched and its
+ * callbacks are never called. */
+int dsp_submit(dsp_t *dsp, dsp_job_t *job);
+
+/* Admit an internal job (prewarm after a reload) even when the queue is
+ * full; still refused while draining. */
+int dsp_submit_internal(dsp_t *dsp, dsp_job_t *job);
+
+typedef struct dsp_stats {
+  uint32_t depth;    /* jobs waiting */
+  uint32_t capacity;
+  uint32_t running;  /* 0 or 1 */
+} dsp_stats_t;
+
+void dsp_get_stats(dsp_t *dsp, dsp_stats_t *ret_stats);
+void dsp_set_capacity(dsp_t *dsp, uint32_t capacity);
+
+/* Stop admitting; queued jobs complete with DSP_SHUTDOWN (their completions
+ * run on the loop as usual). */
+void dsp_drain(dsp_t *dsp);
+
+/* Whether nothing is queued or running (a drain is over). */
+bool dsp_idle(dsp_t *dsp);
+
+/* Stop the device thread (after the running job, if any) and free.  Jobs
+ * still queued complete with DSP_SHUTDOWN first.  Call on the loop thread,
+ * then run the loop once more so the async handle closes. */
+void dsp_destroy(dsp_t *dsp);
+
+uint64_t dsp_now_ns(void);
+
+#endif

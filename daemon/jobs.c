@@ -1,0 +1,383 @@
+/* jobs.c — what the device thread does for each device method: dispatch,
+ * buffer.alloc/write/read/free and prewarm.  Each job ends with its
+ * response encoded in req->response (success or error), so the loop only
+ * has to send it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "service.h"
+
+#define STAGING_ALIGN 1024u
+/* The largest msgpack bin (bin 32): a result byte string longer than this
+ * cannot be encoded. */
+#define MAX_BIN UINT64_C(0xffffffff)
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static void encode_error(svc_request_t *req, const pto_error_t *err) {
+  msgpack_packer pk;
+  req->result_code = err->code ? err->code : PTO_E_INTERNAL;
+  msgpack_sbuffer_clear(&req->response);
+  msgpack_packer_init(&pk, &req->response, msgpack_sbuffer_write);
+  proto_pack_response_error(&pk, req->msgid, err);
+}
+
+static void encode_result(svc_request_t *req, const proto_result_t *result) {
+  pto_error_t err;
+  msgpack_sbuffer_clear(&req->response);
+  if (proto_encode_response(&req->response, req->msgid, req->method, result) < 0) {
+    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory encoding the response.");
+    encode_error(req, &err);
+    return;
+  }
+  req->result_code = PTO_OK;
+}
+
+/* Keep the account's view of the arena in step with the runtime's slot. */
+static void account_arena(ptod_t *d) {
+  rt_cache_stats_t cs;
+  rt_cache_stats(d->rt, &cs);
+  buf_set_arena_bytes(d->buffers, cs.bytes);
+}
+
+/* ---- staging: device memory for host arguments -------------------------- */
+
+/* Grow the staging area to hold `need` bytes (grow-only, so steady-state
+ * dispatches commit nothing). */
+static int staging_reserve(ptod_t *d, uint64_t need, pto_error_t *err) {
+  uint64_t size, room;
+  void *mem;
+  int rc;
+  if (need <= d->staging_bytes) return 0;
+  size = d->staging_bytes ? d->staging_bytes : 64u * 1024u;
+  while (size < need) size *= 2;
+  room = buf_room_for_staging(d->buffers);
+  if (size > room) size = need; /* no headroom to spare: take exactly what is asked */
+  if (dev_mem_round(d->dev, size) > room) {
+    int code = pto_error_set(err, PTO_E_OUT_OF_MEMORY,
+                             "The dispatch's host arguments need %llu bytes of device memory but "
+                             "only %llu are free; free resident buffers or raise [device] memory.",
+                             (unsigned long long)need, (unsigned long long)room);
+    err->requested = need;
+    err->capacity = room;
+    return code;
+  }
+  if (d->staging) dev_mem_release(d->dev, d->staging, d->staging_bytes);
+  d->staging = NULL;
+  d->staging_bytes = 0;
+  buf_set_staging_bytes(d->buffers, 0);
+  rc = dev_mem_commit(d->dev, size, &mem);
+  if (rc < 0)
+    return pto_error_set(err, PTO_E_OUT_OF_MEMORY,
+                         "The device could not commit %llu bytes for host arguments: %s.",
+                         (unsigned long long)size, strerror(-rc));
+  d->staging = mem;
+  d->staging_bytes = size;
+  buf_set_staging_bytes(d->buffers, dev_mem_round(d->dev, size));
+  return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+/* Point the program's arguments at device memory: resident buffers by
+ * reference, host data copied into the staging area, outputs zeroed there
+ * (a program that leaves part of an output unwritten must not hand back
+ * another dispatch's bytes). */
+static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *args,
+                     pto_error_t *err) {
+  uint64_t need = 0, at = 0;
+  int rc;
+
+  for (uint32_t i = 0; i < p->nargs; i++) {
+    const proto_arg_t *a = &p->args[i];
+    if (a->kind == PTO_ARG_OUTPUT && a->bytes > MAX_BIN) {
+      rc = pto_error_set(err, PTO_E_INVALID_REQUEST,
+                         "args[%u]: an output of %llu bytes is more than one message can carry "
+                         "(%llu bytes); write it to a resident buffer and read that in parts.",
+                         i, (unsigned long long)a->bytes, (unsigned long long)MAX_BIN);
+      snprintf(err->key, sizeof(err->key), "args[%u]", i);
+      return rc;
+    }
+    if (a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT)
+      need += align_up(a->data.len ? a->data.len : 1, STAGING_ALIGN);
+    else if (a->kind == PTO_ARG_OUTPUT)
+      need += align_up(a->bytes ? a->bytes : 1, STAGING_ALIGN);
+  }
+  rc = staging_reserve(d, need, err);
+  if (rc < 0) return rc;
+
+  for (uint32_t i = 0; i < p->nargs; i++) {
+    const proto_arg_t *a = &p->args[i];
+    pto_arg_t *out = &args[i];
+    memset(out, 0, sizeof(*out));
+    out->kind = a->kind;
+    switch (a->kind) {
+    case PTO_ARG_BUFFER: {
+      void *base;
+      uint64_t size;
+      rc = buf_lookup(d->buffers, a->buffer, &base, &size, err);
+      if (rc < 0) {
+        snprintf(err->key, sizeof(err->key), "args[%u]", i);
+        return rc;
+      }
+      out->base = base;
+      out->base_bytes = size;
+      out->offset = a->bytes ? a->offset : 0;
+      out->bytes = a->bytes ? a->bytes : size;
+      if (out->offset > size || out->bytes > size - out->offset) {
+        rc = pto_error_set(err, PTO_E_INVALID_REQUEST,
+                           "args[%u]: the slice of buffer '%s' at offset %llu of %llu bytes is "
+                           "outside the buffer's %llu bytes.",
+                           i, a->buffer, (unsigned long long)a->offset,
+                           (unsigned long long)a->bytes, (unsigned long long)size);
+        snprintf(err->key, sizeof(err->key), "args[%u]", i);
+        return rc;
+      }
+      break;
+    }
+    case PTO_ARG_INPUT:
+    case PTO_ARG_INOUT:
+    case PTO_ARG_OUTPUT: {
+      uint64_t bytes = a->kind == PTO_ARG_OUTPUT ? a->bytes : a->data.len;
+      out->base = (char *)d->staging + at;
+      out->base_bytes = bytes;
+      out->bytes = bytes;
+      if (a->kind == PTO_ARG_OUTPUT)
+        memset(out->base, 0, bytes);
+      else
+        dev_copy_to_device(d->dev, out->base, a->data.ptr, bytes);
+      at += align_up(bytes ? bytes : 1, STAGING_ALIGN);
+      break;
+    }
+    case PTO_ARG_INT: out->i = a->i; break;
+    case PTO_ARG_FLOAT: out->f = a->f; break;
+    }
+  }
+  return 0;
+}
+
+/* scope_stats: the effective sizing and the run's peaks per ring, one JSON
+ * object per line, under diagnostics_dir. */
+static void write_scope_stats(ptod_t *d, const char *dir, const pto_sizing_resolved_t *sizing,
+                              const rt_run_stats_t *st, const char *program) {
+  char path[PATH_MAX + 64];
+  FILE *f;
+  int fd;
+  snprintf(path, sizeof(path), "%s/scope_stats-%llu.jsonl", dir,
+           (unsigned long long)d->dispatch_seq);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0 || !(f = fdopen(fd, "w"))) {
+    log_warning("Failed to write scope stats to '%s': %s, ignoring.", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return;
+  }
+  fprintf(f, "{\"program\": \"%s\", \"task_window_max\": [", program);
+  for (int r = 0; r < PTO_RING_COUNT; r++)
+    fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)sizing->value[PTO_FIELD_TASK_WINDOW][r]);
+  fprintf(f, "], \"heap_max\": [");
+  for (int r = 0; r < PTO_RING_COUNT; r++)
+    fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)sizing->value[PTO_FIELD_HEAP][r]);
+  fprintf(f, "], \"dep_pool_max\": [");
+  for (int r = 0; r < PTO_RING_COUNT; r++)
+    fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)sizing->value[PTO_FIELD_DEP_POOL][r]);
+  fprintf(f, "]}\n");
+  for (int r = 0; r < PTO_RING_COUNT; r++)
+    fprintf(f, "{\"ring\": %d, \"tasks\": %llu, \"task_window\": %llu, \"heap\": %llu, \"dep_pool\": %llu}\n",
+            r, (unsigned long long)st->ring_tasks[r], (unsigned long long)st->peak_tasks[r],
+            (unsigned long long)st->peak_heap[r], (unsigned long long)st->peak_dep_pool[r]);
+  fclose(f);
+  log_info("Wrote scope stats of dispatch %llu to '%s'.", (unsigned long long)d->dispatch_seq, path);
+}
+
+static void note_first_dispatch(ptod_t *d, bool hit) {
+  pthread_mutex_lock(&d->lock);
+  if (d->first_dispatch_hit < 0) d->first_dispatch_hit = hit ? 1 : 0;
+  pthread_mutex_unlock(&d->lock);
+}
+
+static void run_dispatch(svc_request_t *req) {
+  ptod_t *d = req->d;
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  proto_result_t result;
+  proto_dispatch_result_t *r = &result.dispatch;
+  pto_sizing_resolved_t sizing;
+  const pto_program_t *prog;
+  rt_arena_result_t arena;
+  rt_run_stats_t stats;
+  rt_run_config_t rcfg = {0};
+  pto_error_t err;
+  pto_arg_t *args = NULL;
+  proto_bytes_t *outputs = NULL;
+  uint64_t t_arena, t_run, t_done;
+  int rc;
+
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  d->dispatch_seq++;
+  pto_sizing_resolve(&p->config.sizing, &d->env, &req->baseline, &sizing);
+
+  rc = rt_program_get(d->rt, p->program, &prog, &err);
+  if (rc < 0) goto fail;
+
+  if (p->nargs) {
+    args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*args));
+    outputs = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*outputs));
+    if (!args || !outputs) {
+      rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+      goto fail;
+    }
+  }
+  rc = bind_args(d, p, args, &err);
+  if (rc < 0) goto fail;
+
+  t_arena = dsp_now_ns();
+  rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
+  account_arena(d);
+  if (rc < 0) goto fail;
+  note_first_dispatch(d, arena.hit);
+  if (!arena.hit) {
+    char text[256];
+    pto_sizing_format(&sizing, text, sizeof(text));
+    log_info("Built the arena for %s in %llu ms (dispatch of '%s').", text,
+             (unsigned long long)(arena.build_us / 1000u), p->program);
+  }
+
+  t_run = dsp_now_ns();
+  rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
+  rc = rt_run(d->rt, prog, args, p->nargs, &rcfg, &stats, &err);
+  t_done = dsp_now_ns();
+  if (rc < 0) goto fail;
+
+  for (int rg = 0; rg < PTO_RING_COUNT; rg++) {
+    r->peaks.value[PTO_FIELD_TASK_WINDOW][rg] = stats.peak_tasks[rg];
+    r->peaks.value[PTO_FIELD_HEAP][rg] = stats.peak_heap[rg];
+    r->peaks.value[PTO_FIELD_DEP_POOL][rg] = stats.peak_dep_pool[rg];
+  }
+  advise_record(d->advise, &r->peaks);
+  if (p->config.enable_scope_stats == 1) write_scope_stats(d, req->diagnostics_dir, &sizing, &stats, p->program);
+
+  for (uint32_t i = 0; i < p->nargs; i++) {
+    bool returned = args[i].kind == PTO_ARG_INOUT || args[i].kind == PTO_ARG_OUTPUT;
+    /* The sim device's memory is host memory: the encoder copies the bytes
+     * straight from it, once. */
+    outputs[i].ptr = returned ? args[i].base : NULL;
+    outputs[i].len = returned ? args[i].bytes : 0;
+  }
+  r->outputs = outputs;
+  r->noutputs = p->nargs;
+  r->arena.hit = arena.hit;
+  r->arena.build_us = arena.build_us;
+  r->arena.key = arena.key;
+  r->sizing = sizing;
+  r->timing_us.queue = (req->job.started_ns - req->job.admitted_ns) / 1000u;
+  r->timing_us.arena = (t_run - t_arena) / 1000u;
+  r->timing_us.run = (t_done - t_run) / 1000u;
+  r->timing_us.total = (t_done - req->job.admitted_ns) / 1000u;
+  r->tasks = stats.tasks;
+  encode_result(req, &result);
+  return;
+
+fail:
+  if (err.code == PTO_OK) pto_error_set(&err, -rc, "%s", pto_error_default_message(-rc));
+  log_info("Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code), err.message);
+  encode_error(req, &err);
+}
+
+/* ---- buffers and prewarm ------------------------------------------------- */
+
+static void run_buffer(svc_request_t *req) {
+  ptod_t *d = req->d;
+  proto_result_t result;
+  pto_error_t err;
+  int rc = 0;
+
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  switch (req->method) {
+  case PROTO_M_BUFFER_ALLOC: {
+    const proto_buffer_alloc_params_t *p = &req->params.buffer_alloc;
+    rc = buf_alloc(d->buffers, p->name, p->bytes, p->init.ptr, &err);
+    result.buffer_alloc.name = p->name;
+    result.buffer_alloc.bytes = p->bytes;
+    break;
+  }
+  case PROTO_M_BUFFER_WRITE: {
+    const proto_buffer_write_params_t *p = &req->params.buffer_write;
+    rc = buf_write(d->buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
+    result.buffer_write.bytes = p->data.len;
+    break;
+  }
+  case PROTO_M_BUFFER_READ: {
+    const proto_buffer_read_params_t *p = &req->params.buffer_read;
+    const void *data = NULL;
+    uint64_t bytes = p->bytes;
+    rc = buf_read(d->buffers, p->name, p->offset, &bytes, &data, &err);
+    if (rc == 0 && bytes > MAX_BIN) {
+      rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
+                         "Reading %llu bytes of buffer '%s' at once is more than one message can "
+                         "carry (%llu bytes); read it in parts with offset and bytes.",
+                         (unsigned long long)bytes, p->name, (unsigned long long)MAX_BIN);
+      snprintf(err.key, sizeof(err.key), "bytes");
+    }
+    result.buffer_read.ptr = data;
+    result.buffer_read.len = bytes;
+    break;
+  }
+  case PROTO_M_BUFFER_FREE:
+    rc = buf_free(d->buffers, req->params.buffer_free.name, &result.buffer_free.bytes, &err);
+    break;
+  default:
+    rc = pto_error_set(&err, PTO_E_INTERNAL, "Not a buffer method.");
+  }
+  if (rc < 0)
+    encode_error(req, &err);
+  else
+    encode_result(req, &result);
+}
+
+int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,
+                 pto_error_t *err) {
+  int rc = rt_ensure_arena(d->rt, sizing, buf_room_for_arena(d->buffers), ret, err);
+  account_arena(d);
+  if (rc == 0) ptod_set_prewarm(d, sizing);
+  return rc;
+}
+
+static void run_prewarm(svc_request_t *req) {
+  ptod_t *d = req->d;
+  proto_result_t result;
+  pto_sizing_resolved_t sizing;
+  rt_arena_result_t arena;
+  pto_error_t err;
+
+  pto_error_clear(&err);
+  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->env, &req->baseline, &sizing);
+  if (jobs_prewarm(d, &sizing, &arena, &err) < 0) {
+    encode_error(req, &err);
+    return;
+  }
+  memset(&result, 0, sizeof(result));
+  service_arena_snapshot(d, &result.prewarm);
+  encode_result(req, &result);
+}
+
+void jobs_run(dsp_job_t *job) {
+  svc_request_t *req = (svc_request_t *)job;
+  switch (req->method) {
+  case PROTO_M_DISPATCH: run_dispatch(req); break;
+  case PROTO_M_PREWARM: run_prewarm(req); break;
+  default: run_buffer(req); break;
+  }
+}
+
+void jobs_release_staging(ptod_t *d) {
+  if (d->staging) dev_mem_release(d->dev, d->staging, d->staging_bytes);
+  d->staging = NULL;
+  d->staging_bytes = 0;
+  buf_set_staging_bytes(d->buffers, 0);
+}

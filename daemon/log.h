@@ -1,0 +1,25 @@
+/* log.h — the daemon's log: lines on stderr with syslog "<N>" priority
+ * prefixes, which journald turns into levels.  Thread-safe: each line is
+ * one write(2).  Only the daemon logs; proto/ and runtime/ return errors. */
+#ifndef PTOD_LOG_H
+#define PTOD_LOG_H
+
+#include <syslog.h> /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG */
+
+/* Lines above `level` are dropped.  Default LOG_INFO. */
+void log_set_level(int level);
+int log_get_level(void);
+
+/* "err", "warning", "notice", "info", "debug" -> level; -1 if none. */
+int log_level_from_name(const char *name);
+const char *log_level_name(int level);
+
+void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
+#define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,393 @@
+/* ptod.c — the daemon's life: start-up order, signals, reload, shut-down.
+ *
+ * Start-up: config -> device -> prewarm (STATUS= progress) -> listen ->
+ * READY=1.  SIGTERM/SIGINT: STOPPING=1, stop accepting, queued requests
+ * answered SHUTTING_DOWN, the running one finishes within drain_timeout,
+ * exit 0; a second signal exits at once.  SIGHUP: RELOADING=1, re-read the
+ * file (a bad file keeps the running configuration), apply what applies
+ * live, rebuild a changed prewarm sizing when the device is idle, READY=1.
+ */
+#include "ptod_run.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pto/version.h>
+
+#include "log.h"
+#include "notify.h"
+#include "service.h"
+
+#define EXIT_CONFIG 78
+#define DRAIN_POLL_MS 10
+
+typedef struct life {
+  ptod_t d;
+  uv_loop_t loop;
+  uv_signal_t sig_term, sig_int, sig_hup;
+  uv_timer_t watchdog, drain_poll;
+  uint64_t drain_deadline_ns;
+  bool reloading;
+  int exit_code;
+} life_t;
+
+typedef struct prewarm_job {
+  dsp_job_t job;
+  life_t *life;
+  pto_sizing_resolved_t sizing;
+  int rc;
+  pto_error_t err;
+  rt_arena_result_t arena;
+} prewarm_job_t;
+
+static void srv_options_from(const cfg_t *cfg, srv_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->socket_path = cfg->daemon.socket;
+  o->socket_mode = cfg->daemon.socket_mode;
+  o->socket_gid = cfg->daemon.socket_group.gid == CFG_NO_GID ? (gid_t)-1
+                                                             : (gid_t)cfg->daemon.socket_group.gid;
+  o->n_allowed_uids = cfg->daemon.allowed_uids.count;
+  for (uint32_t i = 0; i < cfg->daemon.allowed_uids.count; i++)
+    o->allowed_uids[i] = cfg->daemon.allowed_uids.id[i];
+  o->n_allowed_gids = cfg->daemon.allowed_gids.count;
+  for (uint32_t i = 0; i < cfg->daemon.allowed_gids.count; i++)
+    o->allowed_gids[i] = cfg->daemon.allowed_gids.id[i];
+  o->max_clients = cfg->daemon.max_clients;
+  o->max_message = cfg->daemon.max_message;
+  o->max_pending = cfg->daemon.max_pending;
+  o->client_timeout_ms = cfg->daemon.client_timeout_ms;
+  o->output_limit = cfg->daemon.output_limit;
+}
+
+static void notify_ready_status(life_t *life) {
+  char sizing[256];
+  pthread_mutex_lock(&life->d.lock);
+  pto_sizing_format(&life->d.prewarm_sizing, sizing, sizeof(sizing));
+  pthread_mutex_unlock(&life->d.lock);
+  notify_sendf("READY=1\nSTATUS=Serving device %u on '%s'; prewarmed %s", life->d.cfg.device.id,
+               srv_socket_path(life->d.srv), sizing);
+}
+
+/* ---- shut-down ----------------------------------------------------------- */
+
+static void close_handle(uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* Everything on the loop goes; uv_run then returns. */
+static void finish(life_t *life) {
+  uv_timer_stop(&life->drain_poll);
+  srv_close(life->d.srv);
+  life->d.srv = NULL;
+  dsp_destroy(life->d.dsp);
+  life->d.dsp = NULL;
+  close_handle((uv_handle_t *)&life->sig_term);
+  close_handle((uv_handle_t *)&life->sig_int);
+  close_handle((uv_handle_t *)&life->sig_hup);
+  close_handle((uv_handle_t *)&life->watchdog);
+  close_handle((uv_handle_t *)&life->drain_poll);
+}
+
+static void on_drain_poll(uv_timer_t *t) {
+  life_t *life = t->data;
+  if (dsp_idle(life->d.dsp)) {
+    log_notice("Drained; exiting.");
+    finish(life);
+    return;
+  }
+  if (dsp_now_ns() > life->drain_deadline_ns) {
+    log_err("A dispatch is still running after drain_timeout = %llu ms; exiting without it.",
+            (unsigned long long)life->d.cfg.daemon.drain_timeout_ms);
+    notify_send("STATUS=Exited with a dispatch still running (drain_timeout)");
+    _exit(1);
+  }
+}
+
+static void begin_drain(life_t *life, int signum) {
+  if (atomic_load(&life->d.state) == PTOD_DRAINING) {
+    log_warning("Second %s while draining; exiting at once.", strsignal(signum));
+    _exit(1);
+  }
+  log_notice("Received %s: draining (queued requests are answered SHUTTING_DOWN, the running one "
+             "may take up to %llu ms).",
+             strsignal(signum), (unsigned long long)life->d.cfg.daemon.drain_timeout_ms);
+  atomic_store(&life->d.state, PTOD_DRAINING);
+  notify_send("STOPPING=1\nSTATUS=Draining");
+  srv_stop_accepting(life->d.srv);
+  dsp_drain(life->d.dsp);
+  life->drain_deadline_ns = dsp_now_ns() + life->d.cfg.daemon.drain_timeout_ms * 1000000u;
+  uv_timer_start(&life->drain_poll, on_drain_poll, 0, DRAIN_POLL_MS);
+}
+
+static void on_stop_signal(uv_signal_t *sig, int signum) { begin_drain(sig->data, signum); }
+
+/* ---- reload --------------------------------------------------------------- */
+
+static void prewarm_job_run(dsp_job_t *job) {
+  prewarm_job_t *pj = (prewarm_job_t *)job;
+  pto_error_clear(&pj->err);
+  pj->rc = jobs_prewarm(&pj->life->d, &pj->sizing, &pj->arena, &pj->err);
+}
+
+static void prewarm_job_complete(dsp_job_t *job) {
+  prewarm_job_t *pj = (prewarm_job_t *)job;
+  life_t *life = pj->life;
+  char text[256];
+  pto_sizing_format(&pj->sizing, text, sizeof(text));
+  if (job->outcome != DSP_RAN)
+    log_notice("Reload prewarm of %s was not run: the daemon is shutting down.", text);
+  else if (pj->rc < 0)
+    log_err("Reload prewarm of %s failed, keeping the previous arena: %s", text, pj->err.message);
+  else
+    log_notice("Prewarmed %s after reload in %llu ms.", text,
+               (unsigned long long)(pj->arena.build_us / 1000u));
+  if (atomic_load(&life->d.state) != PTOD_DRAINING) {
+    atomic_store(&life->d.state, PTOD_READY);
+    notify_ready_status(life);
+  }
+  life->reloading = false;
+  free(pj);
+}
+
+static void reload(life_t *life) {
+  ptod_t *d = &life->d;
+  cfg_t loaded, merged;
+  pto_sizing_resolved_t old_prewarm, new_prewarm;
+  pto_error_t err;
+  srv_options_t so;
+  char report[4096];
+  unsigned changed;
+
+  if (atomic_load(&d->state) == PTOD_DRAINING || life->reloading) {
+    log_warning("SIGHUP while %s; ignoring.", life->reloading ? "a reload is in progress" : "draining");
+    return;
+  }
+  notify_reloading();
+  log_notice("Received SIGHUP: reloading '%s'.", d->config_path ? d->config_path : "(built-in defaults)");
+  pto_error_clear(&err);
+  if (cfg_load(d->config_path, &loaded, &err) < 0) {
+    log_err("Reload failed, keeping the running configuration: %s", err.message);
+    notify_ready_status(life);
+    return;
+  }
+  changed = cfg_diff(&d->cfg, &loaded, report, sizeof(report));
+  if (!changed) {
+    log_notice("Reload: nothing changed.");
+    notify_ready_status(life);
+    return;
+  }
+  for (const char *line = report; *line;) {
+    size_t n = strcspn(line, "\n");
+    log_notice("Reload: %.*s", (int)n, line);
+    line += n;
+    if (*line) line++;
+  }
+  if (changed & CFG_CHANGED_RESTART)
+    log_warning("Reload: some changed keys need a restart; they keep their running values.");
+
+  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &old_prewarm);
+  cfg_merge_live(&d->cfg, &loaded, &merged);
+  d->cfg = merged;
+  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &new_prewarm);
+  log_set_level(d->cfg.daemon.log_level);
+  srv_options_from(&d->cfg, &so);
+  srv_update_options(d->srv, &so);
+  dsp_set_capacity(d->dsp, d->cfg.daemon.queue_depth);
+
+  if (!pto_sizing_equal(&old_prewarm, &new_prewarm)) {
+    prewarm_job_t *pj = calloc(1, sizeof(*pj));
+    if (pj) {
+      pj->life = life;
+      pj->sizing = new_prewarm;
+      pj->job.run = prewarm_job_run;
+      pj->job.complete = prewarm_job_complete;
+      if (dsp_submit_internal(d->dsp, &pj->job) == 0) {
+        /* READY=1 follows once the device has built it. */
+        life->reloading = true;
+        atomic_store(&d->state, PTOD_WARMING);
+        notify_send("STATUS=Prewarming the new sizing after reload");
+        return;
+      }
+      free(pj);
+    }
+    log_err("Reload: could not queue the prewarm of the new sizing; it is built by the first "
+            "dispatch that uses it.");
+  }
+  notify_ready_status(life);
+}
+
+static void on_hup(uv_signal_t *sig, int signum) {
+  (void)signum;
+  reload(sig->data);
+}
+
+static void on_watchdog(uv_timer_t *t) {
+  (void)t;
+  notify_send("WATCHDOG=1");
+}
+
+/* ---- start-up -------------------------------------------------------------- */
+
+static int start_device(life_t *life, pto_error_t *err) {
+  ptod_t *d = &life->d;
+  dev_options_t dopts = {.cores = d->cfg.device.cores};
+  rt_options_t ropts = {0};
+  int rc;
+
+  rc = dev_open(d->cfg.device.platform, &dopts, &d->dev, err);
+  if (rc < 0) return rc;
+  ropts.device = d->dev;
+  ropts.programs_dir = d->cfg.device.programs;
+  ropts.cores = d->cfg.device.cores;
+  ropts.aicpu_thread_num = d->cfg.device.aicpu_thread_num;
+  ropts.deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
+  ropts.run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
+  rc = rt_create(&ropts, &d->rt, err);
+  if (rc < 0) return rc;
+  if (access(d->cfg.device.programs, R_OK | X_OK) < 0)
+    log_warning("The programs directory '%s' cannot be read: %s; no program can be dispatched "
+                "until it can. Set [device] programs to the directory holding the NAME.so "
+                "programs.",
+                d->cfg.device.programs, strerror(errno));
+  if (buf_table_create(d->dev, d->cfg.device.memory, &d->buffers) < 0 ||
+      advise_create(&d->advise) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
+  return 0;
+}
+
+static int prewarm(life_t *life, pto_error_t *err) {
+  ptod_t *d = &life->d;
+  pto_sizing_resolved_t sizing;
+  rt_arena_result_t arena;
+  char text[256];
+  uint64_t bytes;
+  int rc;
+
+  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &sizing);
+  pto_sizing_format(&sizing, text, sizeof(text));
+  bytes = rt_arena_bytes(d->rt, &sizing);
+  notify_sendf("STATUS=Prewarming the arena (%llu MiB): %s\nEXTEND_TIMEOUT_USEC=%llu",
+               (unsigned long long)(bytes >> 20), text, 120ull * 1000000u);
+  log_info("Prewarming the arena for %s (%llu bytes).", text, (unsigned long long)bytes);
+  rc = jobs_prewarm(d, &sizing, &arena, err);
+  if (rc < 0) return rc;
+  log_notice("Prewarmed the arena (key %016llx, %llu bytes) in %llu ms.",
+             (unsigned long long)arena.key, (unsigned long long)arena.bytes,
+             (unsigned long long)(arena.build_us / 1000u));
+  return 0;
+}
+
+static void stop_device(ptod_t *d) {
+  if (d->buffers && d->staging) jobs_release_staging(d);
+  rt_destroy(d->rt);
+  buf_table_free(d->buffers);
+  advise_free(d->advise);
+  dev_close(d->dev);
+}
+
+int ptod_run(const char *config_path) {
+  life_t *life = calloc(1, sizeof(*life));
+  ptod_t *d;
+  pto_error_t err;
+  srv_options_t so;
+  srv_handlers_t handlers;
+  uint64_t watchdog_usec;
+  int rc, exit_code = 1;
+
+  if (!life) return 1;
+  d = &life->d;
+  d->config_path = config_path;
+  d->started_ns = dsp_now_ns();
+  d->first_dispatch_hit = -1;
+  pthread_mutex_init(&d->lock, NULL);
+  pto_error_clear(&err);
+
+  /* 1. configuration: the file and the PTO2_RING_* environment. */
+  if (cfg_load(config_path, &d->cfg, &err) < 0 || pto_sizing_from_environ(&d->env, &err) < 0) {
+    log_err("%s", err.message);
+    notify_sendf("STATUS=Invalid configuration\nERRNO=22");
+    free(life);
+    return EXIT_CONFIG;
+  }
+  log_set_level(d->cfg.daemon.log_level);
+  log_info("ptod %s starting on device %u (%s), config %s.", PTO_VERSION, d->cfg.device.id,
+           d->cfg.device.platform, config_path ? config_path : "built-in defaults");
+  signal(SIGPIPE, SIG_IGN);
+
+  /* 2. device and runtime. */
+  rc = start_device(life, &err);
+  if (rc < 0) {
+    log_err("Failed to start device %u: %s", d->cfg.device.id, err.message);
+    exit_code = rc == -PTO_E_INVALID_CONFIG ? EXIT_CONFIG : 1;
+    goto out_device;
+  }
+  uv_loop_init(&life->loop);
+  d->loop = &life->loop;
+  if (dsp_create(&life->loop, d->cfg.daemon.queue_depth, &d->dsp) < 0) {
+    log_err("Failed to start the device thread.");
+    goto out_loop;
+  }
+
+  /* 3. prewarm, before anyone can connect. */
+  atomic_store(&d->state, PTOD_WARMING);
+  rc = prewarm(life, &err);
+  if (rc < 0) {
+    log_err("Failed to prewarm the arena: %s", err.message);
+    notify_sendf("STATUS=Prewarm failed: %s", err.message);
+    exit_code = rc == -PTO_E_INVALID_CONFIG || rc == -PTO_E_OUT_OF_MEMORY ? EXIT_CONFIG : 1;
+    goto out_dsp;
+  }
+
+  /* 4. listen. */
+  srv_options_from(&d->cfg, &so);
+  handlers = service_handlers(d);
+  if (srv_create(&life->loop, &so, &handlers, &d->srv, &err) < 0 || srv_listen(d->srv, &err) < 0) {
+    log_err("%s", err.message);
+    notify_sendf("STATUS=%s", err.message);
+    exit_code = 1;
+    if (d->srv) srv_close(d->srv);
+    d->srv = NULL;
+    goto out_dsp;
+  }
+  log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
+
+  uv_signal_init(&life->loop, &life->sig_term);
+  uv_signal_init(&life->loop, &life->sig_int);
+  uv_signal_init(&life->loop, &life->sig_hup);
+  life->sig_term.data = life->sig_int.data = life->sig_hup.data = life;
+  uv_signal_start(&life->sig_term, on_stop_signal, SIGTERM);
+  uv_signal_start(&life->sig_int, on_stop_signal, SIGINT);
+  uv_signal_start(&life->sig_hup, on_hup, SIGHUP);
+  uv_timer_init(&life->loop, &life->watchdog);
+  uv_timer_init(&life->loop, &life->drain_poll);
+  life->drain_poll.data = life;
+  watchdog_usec = notify_watchdog_usec();
+  if (watchdog_usec) {
+    uint64_t every_ms = watchdog_usec / 2000u ? watchdog_usec / 2000u : 1;
+    uv_timer_start(&life->watchdog, on_watchdog, every_ms, every_ms);
+    log_info("Watchdog: pinging systemd every %llu ms.", (unsigned long long)every_ms);
+  }
+
+  /* 5. ready. */
+  atomic_store(&d->state, PTOD_READY);
+  notify_ready_status(life);
+  uv_run(&life->loop, UV_RUN_DEFAULT);
+  exit_code = 0;
+  goto out_loop;
+
+out_dsp:
+  dsp_destroy(d->dsp);
+  d->dsp = NULL;
+out_loop:
+  uv_run(&life->loop, UV_RUN_DEFAULT); /* the close callbacks */
+  if (uv_loop_close(&life->loop) != 0) log_warning("The event loop still had handles at exit.");
+out_device:
+  stop_device(d);
+  pthread_mutex_destroy(&d->lock);
+  free(life);
+  return exit_code;
+}
