@@ -245,6 +245,20 @@ static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto
                        seen ? "the keys " : "an empty map", keys);
 }
 
+/* A key given as nil, reported as such (overwriting the message that
+ * arg_form wrote for the form it could not find). */
+static int arg_no_nil(schema_ctx_t *ctx, const msgpack_object *o) {
+  for (uint32_t i = 0; i < o->via.map.size; i++) {
+    const msgpack_object_kv *kv = &o->via.map.ptr[i];
+    if (kv->val.type == MSGPACK_OBJECT_NIL && kv->key.type == MSGPACK_OBJECT_STR)
+      return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                           "%skey '%.*s' is nil; a dispatch argument must be one of " ARG_FORMS ".",
+                           ctx->prefix, (int)(kv->key.via.str.size > 32 ? 32 : kv->key.via.str.size),
+                           kv->key.via.str.ptr);
+  }
+  return 0;
+}
+
 static int arg_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msgpack_object *o,
                       void *field) {
   schema_ctx_t inner = *ctx;
@@ -265,6 +279,8 @@ static int arg_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msgpac
   } else {
     rc = schema_decode_map(&inner, &arg_schema, o, &w, &seen);
     if (rc == 0) rc = arg_form(&inner, &w, seen, field);
+    /* nil reads as "not given", which can leave no valid form: name the nil. */
+    if (rc == -PTO_E_INVALID_REQUEST && arg_no_nil(&inner, o) < 0) rc = -PTO_E_INVALID_REQUEST;
   }
   if (rc < 0 && ctx->err) snprintf(ctx->err->key, sizeof(ctx->err->key), "%.60s", ctx->path);
   return rc;

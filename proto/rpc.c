@@ -22,28 +22,6 @@ static int pack_cstr(msgpack_packer *pk, const char *s) {
   return msgpack_pack_str(pk, n) | msgpack_pack_str_body(pk, s, n);
 }
 
-void proto_describe(const msgpack_object *o, char *buf, size_t len) {
-  switch (o->type) {
-    case MSGPACK_OBJECT_NIL: snprintf(buf, len, "nil"); break;
-    case MSGPACK_OBJECT_BOOLEAN: snprintf(buf, len, "%s", o->via.boolean ? "true" : "false"); break;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: snprintf(buf, len, "%" PRIu64, o->via.u64); break;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: snprintf(buf, len, "%" PRId64, o->via.i64); break;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: snprintf(buf, len, "%g", o->via.f64); break;
-    case MSGPACK_OBJECT_STR: {
-      int n = o->via.str.size > 40 ? 40 : (int)o->via.str.size;
-      snprintf(buf, len, "\"%.*s%s\"", n, o->via.str.ptr, o->via.str.size > 40 ? "..." : "");
-      break;
-    }
-    case MSGPACK_OBJECT_BIN:
-      snprintf(buf, len, "a bin of %" PRIu32 " bytes", o->via.bin.size);
-      break;
-    case MSGPACK_OBJECT_ARRAY: snprintf(buf, len, "an array of %" PRIu32, o->via.array.size); break;
-    case MSGPACK_OBJECT_MAP: snprintf(buf, len, "a map of %" PRIu32, o->via.map.size); break;
-    case MSGPACK_OBJECT_EXT: snprintf(buf, len, "an ext of type %d", o->via.ext.type); break;
-  }
-}
-
 static int bad_message(pto_error_t *err, const char *what, const msgpack_object *got) {
   char desc[64];
   proto_describe(got, desc, sizeof(desc));

@@ -31,6 +31,8 @@
 #include <msgpack.h>
 #include <pto/errors.h>
 
+#include "describe.h"
+
 typedef enum proto_msg_type {
   PROTO_MSG_REQUEST = 0,
   PROTO_MSG_RESPONSE = 1,
@@ -112,9 +114,5 @@ int proto_error_decode(const msgpack_object *obj, pto_error_t *ret);
  * large bin body afterwards copies it once and never reallocates.  Returns 0
  * or -ENOMEM. */
 int proto_sbuffer_reserve(msgpack_sbuffer *sb, size_t more);
-
-/* How a value looks in a message: nil, true, 42, -1, 1.5, "text" (quoted,
- * cut at 40 bytes), "a bin of 3 bytes", "an array of 2", "a map of 1", ... */
-void proto_describe(const msgpack_object *obj, char *buf, size_t len);
 
 #endif

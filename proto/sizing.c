@@ -14,6 +14,8 @@
 
 #include <msgpack.h>
 
+#include "describe.h"
+
 static const char *const field_keys[PTO_FIELD_COUNT] = {"ring_task_window", "ring_heap",
                                                         "ring_dep_pool"};
 static const char *const field_names[PTO_FIELD_COUNT] = {"task_window", "heap", "dep_pool"};
@@ -70,83 +72,13 @@ bool pto_sizing_value_valid(pto_ring_field_t field, uint64_t value) {
 
 /* ---- messages ---------------------------------------------------------- */
 
-/* What the user gave, as RunConfig would echo it: integers bare, text quoted. */
+/* What the user gave, as RunConfig would echo it (proto/describe.h). */
 typedef struct shown {
   char text[96];
 } shown_t;
 
-/* Quote user text, escaping what a terminal would not show, and cut it short:
- * a message must stay readable whatever was sent. */
-static void show_quoted(shown_t *out, const char *s, size_t len) {
-  size_t o = 0, cap = sizeof(out->text);
-  const size_t max_shown = 40;
-  out->text[o++] = '"';
-  for (size_t i = 0; i < len && i < max_shown; i++) {
-    unsigned char c = (unsigned char)s[i];
-    char tmp[8];
-    int n;
-    if (c == '"' || c == '\\')
-      n = snprintf(tmp, sizeof(tmp), "\\%c", c);
-    else if (c < 0x20 || c >= 0x7f)
-      n = snprintf(tmp, sizeof(tmp), "\\x%02x", c);
-    else
-      n = snprintf(tmp, sizeof(tmp), "%c", c);
-    if (n < 0 || o + (size_t)n + 5 >= cap) break;
-    memcpy(out->text + o, tmp, (size_t)n);
-    o += (size_t)n;
-  }
-  if (len > max_shown) {
-    memcpy(out->text + o, "...", 3);
-    o += 3;
-  }
-  out->text[o++] = '"';
-  out->text[o] = '\0';
-}
-
 static void show_u64(shown_t *out, uint64_t v) {
   snprintf(out->text, sizeof(out->text), "%" PRIu64, v);
-}
-
-/* Shortest text that reads back as the same double, with ".0" on integral
- * values, so 1.5 shows as 1.5 and 2.0 as 2.0 (Python's repr does the same). */
-static void show_double(shown_t *out, double d) {
-  if (isnan(d)) {
-    snprintf(out->text, sizeof(out->text), "nan");
-    return;
-  }
-  if (isinf(d)) {
-    snprintf(out->text, sizeof(out->text), "%s", d < 0 ? "-inf" : "inf");
-    return;
-  }
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(out->text, sizeof(out->text), "%.*g", prec, d);
-    if (strtod(out->text, NULL) == d) break;
-  }
-  if (!strpbrk(out->text, ".e")) {
-    size_t n = strlen(out->text);
-    snprintf(out->text + n, sizeof(out->text) - n, ".0");
-  }
-}
-
-/* A msgpack value that is not an integer, in words. */
-static void show_object(shown_t *out, const msgpack_object *o) {
-  switch (o->type) {
-    case MSGPACK_OBJECT_NIL: snprintf(out->text, sizeof(out->text), "nil"); break;
-    case MSGPACK_OBJECT_BOOLEAN:
-      snprintf(out->text, sizeof(out->text), "%s", o->via.boolean ? "true" : "false");
-      break;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: show_u64(out, o->via.u64); break;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-      snprintf(out->text, sizeof(out->text), "%" PRId64, o->via.i64);
-      break;
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: show_double(out, o->via.f64); break;
-    case MSGPACK_OBJECT_STR: show_quoted(out, o->via.str.ptr, o->via.str.size); break;
-    case MSGPACK_OBJECT_ARRAY: snprintf(out->text, sizeof(out->text), "an array"); break;
-    case MSGPACK_OBJECT_MAP: snprintf(out->text, sizeof(out->text), "a map"); break;
-    case MSGPACK_OBJECT_BIN: snprintf(out->text, sizeof(out->text), "binary data"); break;
-    default: snprintf(out->text, sizeof(out->text), "an extension value"); break;
-  }
 }
 
 /* What would have been accepted, for err->hint. */
@@ -256,7 +188,7 @@ int pto_sizing_parse_msgpack(pto_ring_field_t field, const struct msgpack_object
     for (int r = 0; r < PTO_RING_COUNT; r++) {
       const msgpack_object *e = &obj->via.array.ptr[r];
       if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        show_object(&got, e);
+        proto_describe(e, got.text, sizeof(got.text));
         int rc = fail_entry(field, &got, ret_err);
         type_hint(field, ret_err);
         return rc;
@@ -266,7 +198,7 @@ int pto_sizing_parse_msgpack(pto_ring_field_t field, const struct msgpack_object
       rings[r] = e->via.u64;
     }
   } else {
-    show_object(&got, obj);
+    proto_describe(obj, got.text, sizeof(got.text));
     int rc = fail_scalar(field, &got, ret_err);
     type_hint(field, ret_err);
     return rc;
@@ -361,7 +293,7 @@ static int parse_text(pto_ring_field_t field, const char *text, bool suffixes,
       if (kind == TOKEN_NEGATIVE)
         snprintf(got.text, sizeof(got.text), "%.*s", (int)(t.len < 40 ? t.len : 40), t.s);
       else
-        show_quoted(&got, t.s, t.len);
+        proto_describe_text(t.s, t.len, got.text, sizeof(got.text));
       int rc = count == 1 ? fail_scalar(field, &got, err) : fail_entry(field, &got, err);
       if (err)
         snprintf(err->hint, sizeof(err->hint),

@@ -186,9 +186,9 @@ START_TEST(mp_scalar_wrong_types) {
   expect_reject(parse_mp(HEAP, "s1M", rings, &err), &err, rings, "ring_heap", HEAP_MSG "\"1M\"");
   expect_reject(parse_mp(DEP, "s16384", rings, &err), &err, rings, "ring_dep_pool",
                 DEP_MSG "\"16384\"");
-  expect_reject(parse_mp(DEP, "{", rings, &err), &err, rings, "ring_dep_pool", DEP_MSG "a map");
+  expect_reject(parse_mp(DEP, "{", rings, &err), &err, rings, "ring_dep_pool", DEP_MSG "a map of 0");
   expect_reject(parse_mp(DEP, "B", rings, &err), &err, rings, "ring_dep_pool",
-                DEP_MSG "binary data");
+                DEP_MSG "a bin of 4 bytes");
   expect_reject(parse_mp(TW, "t", rings, &err), &err, rings, "ring_task_window", TW_MSG "true");
   expect_reject(parse_mp(DEP, "f", rings, &err), &err, rings, "ring_dep_pool", DEP_MSG "false");
 }
@@ -284,7 +284,7 @@ START_TEST(mp_list_bad_entries) {
   expect_reject(parse_mp(HEAP, "[4 n u0 u0 u0", rings, &err), &err, rings, "ring_heap",
                 HEAP_ENTRY "nil");
   expect_reject(parse_mp(HEAP, "[4 [1 u1024 u0 u0 u0", rings, &err), &err, rings, "ring_heap",
-                HEAP_ENTRY "an array");
+                HEAP_ENTRY "an array of 1");
 }
 END_TEST
 

@@ -92,7 +92,7 @@ def _show_str(s):
 
 
 def _show(v):
-    """A value as the daemon's ring-field messages render it."""
+    """A value as the daemon's messages render it (proto/describe.c)."""
     if v is None:
         return "nil"
     if isinstance(v, bool):
@@ -103,27 +103,6 @@ def _show(v):
         return _show_float(v)
     if isinstance(v, str):
         return _show_str(v)
-    if isinstance(v, (list, tuple)):
-        return "an array"
-    if isinstance(v, dict):
-        return "a map"
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return "binary data"
-    return repr(v)
-
-
-def _describe(v):
-    """A value as the daemon's other config messages render it (proto_describe)."""
-    if v is None:
-        return "nil"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return "%g" % v
-    if isinstance(v, str):
-        return '"%s%s"' % (v[:_SHOWN_MAX], "..." if len(v) > _SHOWN_MAX else "")
     if isinstance(v, (bytes, bytearray, memoryview)):
         return "a bin of %d bytes" % len(bytes(v))
     if isinstance(v, (list, tuple)):
@@ -161,17 +140,17 @@ def _check_other(field, value):
         if _is_int(value) and (value == 0 or 2 <= value <= 16):
             return value or None
         raise ValueError("aicpu_thread_num must be an integer in [2, 16] (0 or nil to leave it "
-                         "unset), got %s." % _describe(value))
+                         "unset), got %s." % _show(value))
     if field == "enable_swimlane":
         # PyPTO's RunConfig reads a bool as a level: True is 4, False is 0.
         if isinstance(value, bool):
             return 4 if value else 0
         if _is_int(value) and 0 <= value <= 4:
             return value
-        raise ValueError("enable_swimlane must be an integer in [0, 4], got %s." % _describe(value))
+        raise ValueError("enable_swimlane must be an integer in [0, 4], got %s." % _show(value))
     if isinstance(value, bool):
         return value
-    raise ValueError("%s must be a boolean, got %s." % (field, _describe(value)))
+    raise ValueError("%s must be a boolean, got %s." % (field, _show(value)))
 
 
 def _check_extra(extra):
@@ -179,11 +158,11 @@ def _check_extra(extra):
         return {}
     if not hasattr(extra, "items"):
         raise ValueError("extra must be a mapping of config key to value, got %s."
-                         % _describe(extra))
+                         % _show(extra))
     out = {}
     for key, value in extra.items():
         if not isinstance(key, str) or not key:
-            raise ValueError("extra keys must be non-empty strings, got %s." % _describe(key))
+            raise ValueError("extra keys must be non-empty strings, got %s." % _show(key))
         if key in KNOWN_KEYS:
             raise ValueError("extra key '%s' is a RunConfig field; pass it as RunConfig(%s=...) "
                              "so that it is validated." % (key, key))
@@ -250,7 +229,7 @@ class RunConfig:
             return mapping
         if not hasattr(mapping, "items"):
             raise ValueError("A config must be a RunConfig or a mapping, got %s."
-                             % _describe(mapping))
+                             % _show(mapping))
         known = {k: v for k, v in mapping.items() if k in KNOWN_KEYS}
         extra = {k: v for k, v in mapping.items() if k not in KNOWN_KEYS}
         ring = {k: known.pop(k) for k in RING_FIELDS if k in known}

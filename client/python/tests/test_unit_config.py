@@ -71,8 +71,8 @@ class RingRules(unittest.TestCase):
         self.reject(HEAP + '"1M"', ring_heap="1M")
         self.reject(DEP + '"16384"', ring_dep_pool="16384")
         self.reject(HEAP + "-5", ring_heap=-5)
-        self.reject(DEP + "a map", ring_dep_pool={})
-        self.reject(DEP + "binary data", ring_dep_pool=b"\x10")
+        self.reject(DEP + "a map of 0", ring_dep_pool={})
+        self.reject(DEP + "a bin of 1 bytes", ring_dep_pool=b"\x10")
 
     def test_strings_are_quoted_escaped_and_cut(self):
         self.reject(HEAP + '"a\\"\\x0a1"', ring_heap='a"\n1')
@@ -121,7 +121,7 @@ class RingRules(unittest.TestCase):
         self.reject(HEAP_ENTRY + '"1M"', ring_heap=[0, 0, 0, "1M"])
         self.reject(HEAP_ENTRY + "-1024", ring_heap=[-1024, 0, 0, 0])
         self.reject(HEAP_ENTRY + "nil", ring_heap=[None, 0, 0, 0])
-        self.reject(HEAP_ENTRY + "an array", ring_heap=[[1024], 0, 0, 0])
+        self.reject(HEAP_ENTRY + "an array of 1", ring_heap=[[1024], 0, 0, 0])
 
     def test_fields_validated_in_order(self):
         # like PyPTO: ring_task_window first
@@ -166,7 +166,7 @@ class OtherFields(unittest.TestCase):
         # PyPTO reads a bool as a level
         self.assertEqual(RunConfig(enable_swimlane=True).enable_swimlane, 4)
         self.assertEqual(RunConfig(enable_swimlane=False).enable_swimlane, 0)
-        for bad, shown in ((5, "5"), (-1, "-1"), (1.0, "1")):
+        for bad, shown in ((5, "5"), (-1, "-1"), (1.0, "1.0")):
             with self.assertRaises(ValueError) as cm:
                 RunConfig(enable_swimlane=bad)
             self.assertEqual(str(cm.exception),
