@@ -1,0 +1,84 @@
+/* client_internal.h — what the modules of libptoclient share (not installed).
+ *
+ *   client.c        the connection: socket, framing, pending requests, waits
+ *   client_errors.c the client error table, messages
+ *   reply.c         one answer: decoding into the public result types, their memory
+ *   config.c        pto_config_t
+ *   calls.c         requests -> proto params, the blocking helpers
+ *   multi.c         multi-device dispatch
+ */
+#ifndef CLIENT_INTERNAL_H
+#define CLIENT_INTERNAL_H
+
+#include <stdint.h>
+
+#include <msgpack.h>
+#include <pto/client.h>
+
+#include "methods.h"
+
+/* A moment on CLOCK_MONOTONIC in ms; CLIENT_FOREVER: no deadline. */
+#define CLIENT_FOREVER INT64_MAX
+int64_t client_now_ms(void);
+/* now + timeout_ms, or CLIENT_FOREVER for a negative timeout. */
+int64_t client_deadline(int timeout_ms);
+
+/* Set err (may be NULL) to a client error with its default message when
+ * fmt is NULL; returns -code. */
+int client_error(pto_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prefix err->message with "device N: " or "socket 'path': ". */
+void client_error_name_device(pto_error_t *err, const pto_client_t *client);
+
+/* --- config.c ------------------------------------------------------------ */
+
+/* The wire form of a config: ret->extra points into config, so it is valid
+ * while config is unchanged.  NULL config: an empty one. */
+void client_config_to_proto(const pto_config_t *config, proto_config_t *ret);
+
+/* --- calls.c ------------------------------------------------------------- */
+
+/* Encode req as the request msgid into sb (appended).  Returns 0,
+ * -PTO_E_INVALID_ARGUMENT (NULL where a pointer is needed, a bad kind) or
+ * -PTO_E_NO_MEMORY, with err filled. */
+int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request_t *req,
+                          pto_error_t *err);
+
+/* --- client.c: the deadline forms of send/wait --------------------------- */
+
+int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
+                      uint32_t *ret_msgid, pto_error_t *err);
+int client_wait_until(pto_client_t *c, uint32_t msgid, int64_t deadline, void **ret_result,
+                      pto_error_t *err);
+/* Note the device number a ping/status answer reported. */
+void client_learn_device(pto_client_t *c, uint32_t device);
+
+/* --- reply.c --------------------------------------------------------------- */
+
+/* Decode one whole message (bytes, len: malloc'ed; taken over in every case).
+ * Outcomes, in *ret:
+ *   kind REPLY_RESULT   msgid's successful result, result = the public struct
+ *                       (free with pto_result_free) — only when the method
+ *                       of msgid is known: method_of(msgid) >= 0
+ *   kind REPLY_ERROR    msgid's error, err filled (the daemon's, or a
+ *                       PROTOCOL_ERROR for an answer that cannot be decoded)
+ *   kind REPLY_FATAL    an error notification, or a message that cannot be
+ *                       tied to a request: err says why; the connection
+ *                       must be closed
+ *   kind REPLY_IGNORE   nothing to do (an answer nobody waits for, another
+ *                       notification, a request from the daemon)
+ * Returns 0 or -PTO_E_NO_MEMORY. */
+typedef enum reply_kind { REPLY_IGNORE, REPLY_RESULT, REPLY_ERROR, REPLY_FATAL } reply_kind_t;
+
+typedef struct reply_outcome {
+  reply_kind_t kind;
+  uint32_t msgid;
+  void *result;
+  pto_error_t err;
+} reply_outcome_t;
+
+int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
+                        int (*method_of)(pto_client_t *c, uint32_t msgid), reply_outcome_t *ret);
+
+#endif

@@ -1,0 +1,518 @@
+/* pto/client.h — libptoclient: talk to ptod, the per-device worker daemon.
+ *
+ * One pto_client_t is one connection to one daemon (one device).  Every
+ * method of the protocol (docs/protocol.md) has a blocking helper here
+ * (pto_client_ping ... pto_client_advise); the same requests can also be
+ * pipelined: pto_client_send() many, then collect the answers by msgid with
+ * pto_client_wait() in any order, or as they come with pto_client_wait_any().
+ * pto_client_dispatch_multi() sends one dispatch to several daemons at once.
+ *
+ *     pto_client_t *c;
+ *     pto_config_t *cfg;
+ *     pto_dispatch_result_t *res;
+ *     pto_error_t err;
+ *     float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
+ *     pto_dispatch_arg_t args[] = {pto_arg_input(a, sizeof a), pto_arg_input(b, sizeof b),
+ *                                  pto_arg_output(sizeof a)};
+ *     pto_client_connect_device(0, 5000, &c, &err);
+ *     pto_config_new(&cfg);
+ *     pto_config_parse_ring(cfg, PTO_FIELD_HEAP, "512M", &err);      // every ring
+ *     pto_dispatch_req_t req = {.program = "vector_add", .args = args, .nargs = 3,
+ *                               .config = cfg};
+ *     if (pto_client_dispatch(c, &req, -1, &res, &err) < 0)
+ *       fprintf(stderr, "%s: %s\n", pto_client_error_name(err.code), err.message);
+ *     ... res->outputs[2].ptr holds 4 floats ...
+ *     pto_result_free(res);
+ *     pto_config_free(cfg);
+ *     pto_client_close(c);
+ *
+ * Conventions
+ *   - Functions that can fail return 0 or -code, where code is a daemon
+ *     error (pto/errors.h, < 2000) or one of the client errors below
+ *     (>= 2000); never an errno value.  They fill *ret_err (which may be
+ *     NULL) with the code, a full-sentence message and, for daemon errors,
+ *     the detail the daemon sent (ring, requested, capacity, key, hint).
+ *     Output parameters are ret_* and written only on success.
+ *   - Timeouts are in milliseconds: < 0 waits without limit, 0 only takes
+ *     what is already there.  A daemon that exits or closes the connection
+ *     fails every call waiting on it with PTO_E_CONNECTION_LOST at once; no
+ *     call ever waits for a dead daemon.
+ *   - An error notification from the daemon (`[2, "error", [map]]`, sent
+ *     before it closes a connection: PERMISSION_DENIED, BUSY at accept time,
+ *     MESSAGE_TOO_LARGE, an unparsable message) becomes the error of every
+ *     call pending on that connection, and of every later call on it.
+ *
+ * Ownership
+ *   - Every result returned through a ret_* pointer of a result type
+ *     (pto_ping_t, pto_status_t, pto_dispatch_result_t, ...) is ONE
+ *     allocation owned by the caller: release it with pto_result_free().
+ *     Every string, array and byte range inside it (outputs, buffer
+ *     contents, names) lives exactly until then; copy what must outlive it.
+ *   - Pointers passed in (args, data, names, a config) are only read during
+ *     the call that takes them and never kept.
+ *   - pto_client_t and pto_config_t are created by their *_new / connect
+ *     function and released by pto_client_close() / pto_config_free().
+ *
+ * Thread safety
+ *   A pto_client_t has no lock: use one connection per thread, or serialise
+ *   every call on a shared one with your own mutex.  Different connections
+ *   are independent.  A pto_config_t is only read by calls that take it, so
+ *   one config may be used by several threads at once once it is built (not
+ *   while it is being changed).  Results may be read from any thread.
+ *   The library never installs signal handlers; it sends with MSG_NOSIGNAL,
+ *   so a closed socket never raises SIGPIPE.  Nothing here logs.
+ */
+#ifndef PTO_CLIENT_H
+#define PTO_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pto/errors.h>
+#include <pto/program.h>
+#include <pto/sizing.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- errors -------------------------------------------------------------- */
+
+/* Errors of the client side, numbered from 2000 so that they never collide
+ * with the daemon's (pto/errors.h).  X(NAME, code, default message) */
+#define PTO_CLIENT_ERROR_MAP(X)                                                        \
+  X(CONNECT_FAILED, 2001, "Cannot connect to the daemon.")                             \
+  X(CONNECTION_LOST, 2002, "The connection to the daemon was closed.")                 \
+  X(TIMEOUT, 2003, "The daemon did not answer within the call's timeout.")             \
+  X(PROTOCOL_ERROR, 2004, "The daemon's answer is not a valid ptod protocol message.") \
+  X(NO_MEMORY, 2005, "The client ran out of memory.")                                  \
+  X(INVALID_ARGUMENT, 2006, "The client library was called with an invalid argument.")
+
+enum pto_client_error_code {
+#define PTO_CLIENT_ERROR_ENUM_(name, code, msg) PTO_E_##name = (code),
+  PTO_CLIENT_ERROR_MAP(PTO_CLIENT_ERROR_ENUM_)
+#undef PTO_CLIENT_ERROR_ENUM_
+};
+
+/* "HEAP_RING_DEADLOCK", "CONNECTION_LOST", ...: the name of a daemon or a
+ * client error code; "OK" for 0; "UNKNOWN" for anything else.  Accepts the
+ * code or its negation (a return value). */
+const char *pto_client_error_name(int code);
+
+/* Whether code (or -code) is a client-side error rather than the daemon's. */
+bool pto_client_error_is_local(int code);
+
+/* --- connections --------------------------------------------------------- */
+
+typedef struct pto_client pto_client_t;
+
+/* Connect to the daemon listening on socket_path.  timeout_ms bounds the
+ * wait for a daemon whose listen backlog is full; a socket that does not
+ * exist or that nobody listens on fails at once (PTO_E_CONNECT_FAILED, the
+ * message names the path and the reason, hint says what to check).
+ * The connection is close-on-exec.  Free it with pto_client_close(). */
+int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **ret_client,
+                       pto_error_t *ret_err);
+
+/* Connect to device `device` (0..255) at the built-in socket path ptod uses
+ * when its config names none: /run/ptod/ptod<N>.sock for root,
+ * $XDG_RUNTIME_DIR/ptod/ptod<N>.sock or /tmp/ptod-<uid>/ptod<N>.sock for
+ * anyone else (docs/configuration.md). */
+int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
+                              pto_error_t *ret_err);
+
+/* Close the connection and free it.  Calls still pending are abandoned
+ * (results not yet collected are freed).  NULL is fine. */
+void pto_client_close(pto_client_t *client);
+
+/* The socket path this client connected to (valid until close). */
+const char *pto_client_socket_path(const pto_client_t *client);
+
+/* The device number: the one given to pto_client_connect_device(), else the
+ * one the daemon reported in a ping or status answer; -1 until known. */
+int pto_client_device(const pto_client_t *client);
+
+/* Whether the connection still works (no close, no fatal error seen yet). */
+bool pto_client_alive(const pto_client_t *client);
+
+/* --- the per-dispatch config (RunConfig) --------------------------------- */
+
+/* The `config` map of dispatch and prewarm: the three ring fields, each
+ * scalar (all four rings) or per ring, and any other key.
+ *
+ * Values are validated when they are set, with exactly the daemon's code
+ * and messages (pto/sizing.h for the ring fields, the daemon's decoder for
+ * the other keys it knows), so a bad value fails at the call site with
+ * PTO_E_INVALID_CONFIG, e.g.
+ *   ring_heap must be a power of 2 >= 1024 (bytes per ring), got 1000
+ * A key this library does not know is kept as given and sent untouched
+ * (pass-through): a newer daemon may know it; an older one answers
+ * INVALID_REQUEST naming it — a knob is never dropped silently.
+ * Setting a key again replaces its value.  The same config may be passed to
+ * any number of calls and connections; it is never changed by them. */
+typedef struct pto_config pto_config_t;
+
+int pto_config_new(pto_config_t **ret_config);
+void pto_config_free(pto_config_t *config);
+/* A deep copy. */
+int pto_config_copy(const pto_config_t *config, pto_config_t **ret_copy);
+
+/* One ring field for all four rings (value must be valid, so never 0). */
+int pto_config_set_ring(pto_config_t *config, pto_ring_field_t field, uint64_t value,
+                        pto_error_t *ret_err);
+/* One ring field per ring, ring 0 first; a 0 entry leaves that ring to the
+ * daemon's lower-precedence levels (environment, config file, default). */
+int pto_config_set_rings(pto_config_t *config, pto_ring_field_t field,
+                         const uint64_t values[PTO_RING_COUNT], pto_error_t *ret_err);
+/* One ring field from text in the config-file form: "512M" (all rings) or
+ * "512M,0,0,0" (per ring), numbers with an optional K, M or G suffix. */
+int pto_config_parse_ring(pto_config_t *config, pto_ring_field_t field, const char *text,
+                          pto_error_t *ret_err);
+/* The ring field's four entries as set (0 = not set here). */
+void pto_config_get_rings(const pto_config_t *config, pto_ring_field_t field,
+                          uint64_t ret_values[PTO_RING_COUNT]);
+
+/* Any key, by its wire name ("ring_heap", "aicpu_thread_num",
+ * "enable_swimlane", or one this library does not know).  A ring key takes
+ * the integer forms above; a nil value unsets a known key. */
+int pto_config_set_int(pto_config_t *config, const char *key, int64_t value, pto_error_t *ret_err);
+int pto_config_set_float(pto_config_t *config, const char *key, double value, pto_error_t *ret_err);
+int pto_config_set_bool(pto_config_t *config, const char *key, bool value, pto_error_t *ret_err);
+int pto_config_set_string(pto_config_t *config, const char *key, const char *value,
+                          pto_error_t *ret_err);
+int pto_config_set_nil(pto_config_t *config, const char *key, pto_error_t *ret_err);
+/* The general form: value is exactly one msgpack-encoded object (a list, a
+ * map, ...), copied. */
+int pto_config_set_msgpack(pto_config_t *config, const char *key, const void *value, size_t len,
+                           pto_error_t *ret_err);
+/* Remove a key (nothing is sent for it).  Returns 0, or -PTO_E_INVALID_ARGUMENT
+ * when it was not set. */
+int pto_config_unset(pto_config_t *config, const char *key);
+/* Whether nothing is set: the request then carries no config at all. */
+bool pto_config_empty(const pto_config_t *config);
+
+/* --- requests -------------------------------------------------------------- */
+
+/* One dispatch argument; build it with the constructors below.  kind is the
+ * pto/program.h kind:
+ *   PTO_ARG_BUFFER  a device-resident buffer by name; bytes != 0: the slice
+ *                   [offset, offset + bytes)
+ *   PTO_ARG_INPUT   data[0..len) copied to the device
+ *   PTO_ARG_INOUT   data[0..len) copied in, and back out in the outputs
+ *   PTO_ARG_OUTPUT  `bytes` bytes of output, returned in the outputs
+ *   PTO_ARG_INT     the scalar i
+ *   PTO_ARG_FLOAT   the scalar f */
+typedef struct pto_dispatch_arg {
+  pto_arg_kind_t kind;
+  const char *buffer;
+  uint64_t offset;
+  uint64_t bytes;
+  const void *data;
+  size_t len;
+  int64_t i;
+  double f;
+} pto_dispatch_arg_t;
+
+static inline pto_dispatch_arg_t pto_arg_buffer(const char *name) {
+  pto_dispatch_arg_t a = {PTO_ARG_BUFFER, name, 0, 0, NULL, 0, 0, 0.0};
+  return a;
+}
+static inline pto_dispatch_arg_t pto_arg_slice(const char *name, uint64_t offset, uint64_t bytes) {
+  pto_dispatch_arg_t a = {PTO_ARG_BUFFER, name, offset, bytes, NULL, 0, 0, 0.0};
+  return a;
+}
+static inline pto_dispatch_arg_t pto_arg_input(const void *data, size_t len) {
+  pto_dispatch_arg_t a = {PTO_ARG_INPUT, NULL, 0, 0, data, len, 0, 0.0};
+  return a;
+}
+static inline pto_dispatch_arg_t pto_arg_inout(const void *data, size_t len) {
+  pto_dispatch_arg_t a = {PTO_ARG_INOUT, NULL, 0, 0, data, len, 0, 0.0};
+  return a;
+}
+static inline pto_dispatch_arg_t pto_arg_output(uint64_t bytes) {
+  pto_dispatch_arg_t a = {PTO_ARG_OUTPUT, NULL, 0, bytes, NULL, 0, 0, 0.0};
+  return a;
+}
+static inline pto_dispatch_arg_t pto_arg_int(int64_t i) {
+  pto_dispatch_arg_t a = {PTO_ARG_INT, NULL, 0, 0, NULL, 0, i, 0.0};
+  return a;
+}
+static inline pto_dispatch_arg_t pto_arg_float(double f) {
+  pto_dispatch_arg_t a = {PTO_ARG_FLOAT, NULL, 0, 0, NULL, 0, 0, f};
+  return a;
+}
+
+typedef struct pto_dispatch_req {
+  const char *program;
+  const pto_dispatch_arg_t *args;
+  uint32_t nargs;
+  const pto_config_t *config; /* NULL: none (the daemon's baseline sizing) */
+  /* > 0: the daemon gives up with DEADLINE_EXCEEDED if the dispatch has not
+   * started this many ms after it arrived; 0: no such deadline.  (This is
+   * the daemon's queueing deadline; the call's own timeout is separate.) */
+  int64_t deadline_ms;
+} pto_dispatch_req_t;
+
+/* The methods, for the pipelined API. */
+typedef enum pto_method {
+  PTO_METHOD_PING = 0,
+  PTO_METHOD_STATUS,
+  PTO_METHOD_METRICS,
+  PTO_METHOD_PROGRAMS,
+  PTO_METHOD_DISPATCH,
+  PTO_METHOD_BUFFER_ALLOC,
+  PTO_METHOD_BUFFER_WRITE,
+  PTO_METHOD_BUFFER_READ,
+  PTO_METHOD_BUFFER_FREE,
+  PTO_METHOD_BUFFER_LIST,
+  PTO_METHOD_PREWARM,
+  PTO_METHOD_ADVISE,
+} pto_method_t;
+
+/* "ping", "buffer.alloc", ...: the wire name; NULL out of range. */
+const char *pto_method_name(pto_method_t method);
+
+/* One request: the method and its parameters (the member named after the
+ * method; methods without parameters use none). */
+typedef struct pto_request {
+  pto_method_t method;
+  union {
+    pto_dispatch_req_t dispatch;
+    struct {
+      const char *name;
+      uint64_t bytes;
+      const void *init; /* NULL, or exactly `bytes` bytes of initial contents */
+    } buffer_alloc;
+    struct {
+      const char *name;
+      uint64_t offset;
+      const void *data;
+      size_t len;
+    } buffer_write;
+    struct {
+      const char *name;
+      uint64_t offset;
+      uint64_t bytes; /* 0: to the end of the buffer */
+    } buffer_read;
+    struct {
+      const char *name;
+    } buffer_free;
+    struct {
+      const pto_config_t *config; /* NULL: the daemon's baseline */
+    } prewarm;
+  } u;
+} pto_request_t;
+
+/* --- results ---------------------------------------------------------------- */
+
+/* Bytes of a result.  ptr NULL: nothing (a dispatch argument that returns
+ * no output); a present empty output has a non-NULL ptr and len 0. */
+typedef struct pto_bytes {
+  const uint8_t *ptr;
+  size_t len;
+} pto_bytes_t;
+
+typedef struct pto_ping {
+  const char *version; /* the daemon's release */
+  uint32_t device;
+  const char *state; /* "warming", "ready" or "draining" */
+} pto_ping_t;
+
+/* status.arena, and prewarm's result.  Sizings are complete (every entry set). */
+typedef struct pto_arena_info {
+  pto_sizing_t sizing;
+  uint64_t key; /* pto_sizing_key(); a 16-digit hex string on the wire */
+  uint64_t bytes, build_us, builds, hits, misses;
+  struct {
+    pto_sizing_t sizing;
+    uint64_t key;
+    int first_dispatch_hit; /* -1 until the first dispatch, then 0 or 1 */
+  } prewarm;
+} pto_arena_info_t;
+
+typedef struct pto_status {
+  uint32_t device;
+  const char *platform, *version;
+  uint64_t uptime_s;
+  const char *state;
+  struct {
+    uint64_t depth, capacity, running;
+  } queue;
+  pto_arena_info_t arena;
+  struct {
+    uint64_t limit, arena, buffers, free;
+  } memory;
+  struct {
+    uint64_t ok, failed, rejected;
+  } dispatches;
+  uint64_t clients;
+} pto_status_t;
+
+/* metrics: Prometheus text exposition, NUL-terminated (len excludes it). */
+typedef struct pto_text {
+  const char *text;
+  size_t len;
+} pto_text_t;
+
+typedef struct pto_program_info {
+  const char *name, *description;
+  const pto_arg_spec_t *args; /* {name, kind, optional, doc} (pto/program.h) */
+  uint32_t nargs;
+} pto_program_info_t;
+
+typedef struct pto_programs {
+  const pto_program_info_t *programs;
+  uint32_t count;
+} pto_programs_t;
+
+typedef struct pto_dispatch_result {
+  const pto_bytes_t *outputs; /* one per argument: bytes of INOUT/OUTPUT args, else ptr NULL */
+  uint32_t noutputs;
+  struct {
+    bool hit; /* the cached arena fit this sizing: no build */
+    uint64_t build_us;
+    uint64_t key;
+  } arena;
+  pto_sizing_resolved_t sizing; /* the effective vector and each value's source */
+  pto_sizing_t peaks;           /* the most each ring used: peaks.value[field][ring] */
+  struct {
+    uint64_t queue, arena, run, total;
+  } timing_us;
+  uint64_t tasks;
+} pto_dispatch_result_t;
+
+typedef struct pto_buffer_info {
+  const char *name;
+  uint64_t bytes;
+} pto_buffer_info_t;
+
+typedef struct pto_buffer_list {
+  const pto_buffer_info_t *buffers;
+  uint32_t count;
+} pto_buffer_list_t;
+
+/* buffer.write and buffer.free. */
+typedef struct pto_byte_count {
+  uint64_t bytes;
+} pto_byte_count_t;
+
+typedef struct pto_advise {
+  pto_sizing_t observed;    /* the peaks seen, per field and ring */
+  pto_sizing_t recommended; /* the smallest valid sizing that fits them */
+  const char *config;       /* the config-file lines that set it */
+} pto_advise_t;
+
+/* Free any result returned by this library (NULL is fine).  Passing
+ * anything else is undefined. */
+void pto_result_free(const void *result);
+
+/* The result exactly as the daemon sent it: one msgpack object (the last
+ * element of the response), including keys a newer daemon added that the
+ * typed structs do not show.  Valid until pto_result_free(result). */
+void pto_result_msgpack(const void *result, const void **ret_data, size_t *ret_len);
+
+/* --- blocking calls ----------------------------------------------------------- */
+
+/* Each sends one request and waits for its answer for at most timeout_ms
+ * (the whole call).  On PTO_E_TIMEOUT the request stays sent; its answer is
+ * dropped when it comes, and the connection stays usable. */
+int pto_client_ping(pto_client_t *client, int timeout_ms, pto_ping_t **ret_ping,
+                    pto_error_t *ret_err);
+int pto_client_status(pto_client_t *client, int timeout_ms, pto_status_t **ret_status,
+                      pto_error_t *ret_err);
+int pto_client_metrics(pto_client_t *client, int timeout_ms, pto_text_t **ret_text,
+                       pto_error_t *ret_err);
+int pto_client_programs(pto_client_t *client, int timeout_ms, pto_programs_t **ret_programs,
+                        pto_error_t *ret_err);
+int pto_client_dispatch(pto_client_t *client, const pto_dispatch_req_t *req, int timeout_ms,
+                        pto_dispatch_result_t **ret_result, pto_error_t *ret_err);
+/* init: NULL, or exactly `bytes` bytes. */
+int pto_client_buffer_alloc(pto_client_t *client, const char *name, uint64_t bytes,
+                            const void *init, int timeout_ms, pto_buffer_info_t **ret_info,
+                            pto_error_t *ret_err);
+/* ret_bytes (may be NULL): the bytes written. */
+int pto_client_buffer_write(pto_client_t *client, const char *name, uint64_t offset,
+                            const void *data, size_t len, int timeout_ms, uint64_t *ret_bytes,
+                            pto_error_t *ret_err);
+/* bytes 0: from offset to the end of the buffer. */
+int pto_client_buffer_read(pto_client_t *client, const char *name, uint64_t offset, uint64_t bytes,
+                           int timeout_ms, pto_bytes_t **ret_data, pto_error_t *ret_err);
+/* ret_bytes (may be NULL): the bytes released. */
+int pto_client_buffer_free(pto_client_t *client, const char *name, int timeout_ms,
+                           uint64_t *ret_bytes, pto_error_t *ret_err);
+int pto_client_buffer_list(pto_client_t *client, int timeout_ms, pto_buffer_list_t **ret_list,
+                           pto_error_t *ret_err);
+/* config: NULL prewarms the daemon's baseline sizing. */
+int pto_client_prewarm(pto_client_t *client, const pto_config_t *config, int timeout_ms,
+                       pto_arena_info_t **ret_arena, pto_error_t *ret_err);
+int pto_client_advise(pto_client_t *client, int timeout_ms, pto_advise_t **ret_advise,
+                      pto_error_t *ret_err);
+
+/* --- pipelining ----------------------------------------------------------------- */
+
+/* Send one request without waiting for its answer; ret_msgid identifies it
+ * (never 0).  timeout_ms bounds the write when the socket is full; if it
+ * expires after part of the message was written, the connection cannot be
+ * used any more (PTO_E_TIMEOUT now, PTO_E_CONNECTION_LOST later).  Answers
+ * that arrive while sending are kept for pto_client_wait(). */
+int pto_client_send(pto_client_t *client, const pto_request_t *req, int timeout_ms,
+                    uint32_t *ret_msgid, pto_error_t *ret_err);
+
+/* Wait for the answer to msgid, in any order.  On success *ret_result is
+ * the result of the request's method (may be NULL to drop it):
+ *   ping pto_ping_t, status pto_status_t, metrics pto_text_t, programs
+ *   pto_programs_t, dispatch pto_dispatch_result_t, buffer.alloc
+ *   pto_buffer_info_t, buffer.write and buffer.free pto_byte_count_t,
+ *   buffer.read pto_bytes_t, buffer.list pto_buffer_list_t, prewarm
+ *   pto_arena_info_t, advise pto_advise_t
+ * to be freed with pto_result_free().  The daemon's error, or the
+ * connection's, is returned as -code with ret_err filled.  Either way the
+ * request is then done.  On PTO_E_TIMEOUT it is still pending: wait again,
+ * or pto_client_discard() it.  An unknown msgid is PTO_E_INVALID_ARGUMENT. */
+int pto_client_wait(pto_client_t *client, uint32_t msgid, int timeout_ms, void **ret_result,
+                    pto_error_t *ret_err);
+
+/* Wait for whichever pending request is answered first (answers already
+ * received first, oldest request first).  *ret_msgid says which; it is 0
+ * when the wait itself failed (PTO_E_TIMEOUT, or PTO_E_INVALID_ARGUMENT
+ * when nothing is pending). */
+int pto_client_wait_any(pto_client_t *client, int timeout_ms, uint32_t *ret_msgid,
+                        void **ret_result, pto_error_t *ret_err);
+
+/* Requests sent and not yet collected. */
+size_t pto_client_pending(const pto_client_t *client);
+
+/* Forget a pending request: its answer is dropped (freed) when it comes. */
+void pto_client_discard(pto_client_t *client, uint32_t msgid);
+
+/* --- multi-device dispatch -------------------------------------------------------- */
+
+/* One device of a multi-device dispatch: its connection and arguments in,
+ * its outcome out. */
+typedef struct pto_device_dispatch {
+  pto_client_t *client;           /* in: the connection to that device's daemon */
+  const pto_dispatch_arg_t *args; /* in: this device's arguments; NULL: the shared ones */
+  uint32_t nargs;                 /* in */
+  int rc;                         /* out: 0 or -code */
+  pto_error_t err;                /* out, when rc < 0: the message names the device */
+  pto_dispatch_result_t *result;  /* out, when rc == 0: free with pto_result_free() */
+} pto_device_dispatch_t;
+
+/* Dispatch req->program with req->config and req->deadline_ms on every
+ * device at once: all requests are sent before any answer is awaited, so
+ * the devices run in parallel; then every answer is collected within
+ * timeout_ms (for the whole call).  The same config object goes to every
+ * device.  A device whose args is NULL gets req->args / req->nargs.
+ * Every device's outcome is in its entry.  Returns 0 when all succeeded,
+ * else the first failed device's -code with *ret_err a copy of its error,
+ * whose message starts with the device ("device 2: ..." or, when the
+ * device number is not known, "socket '/path': ...").  Results of the
+ * devices that succeeded are returned (and must be freed) either way. */
+int pto_client_dispatch_multi(const pto_dispatch_req_t *req, pto_device_dispatch_t *devices,
+                              size_t ndevices, int timeout_ms, pto_error_t *ret_err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,47 @@
+/* fixture.h — what the client tests share: a real ptod on a temporary
+ * socket, and running a program with its output captured.
+ *
+ * Every helper aborts the test (ck_abort_msg) when the fixture itself
+ * fails, so a test body only asserts on client behaviour.
+ */
+#ifndef CLIENT_TEST_FIXTURE_H
+#define CLIENT_TEST_FIXTURE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct tdaemon {
+  pid_t pid;        /* 0 once stopped */
+  char dir[64];     /* the daemon's temporary directory */
+  char socket[128]; /* dir/ptod.sock */
+  char config[128]; /* dir/ptod.conf */
+  char log[128];    /* dir/ptod.log: its stderr */
+} tdaemon_t;
+
+/* Start build/daemon/ptod on a temporary socket with the test config
+ *   [daemon] socket = <dir>/ptod.sock
+ *   [device] programs = PTOD_BUILD_PROGRAMS_DIR, memory = 1G, cores = 2
+ *   [ring]   task_window = 256, heap = 1M, dep_pool = 1024
+ * where each "section.key=value" of overrides (NULL-terminated, may be
+ * NULL) replaces or adds one key.  Returns once the socket accepts.  The
+ * daemon gets SIGKILL if the test process dies first. */
+void tdaemon_start(tdaemon_t *d, const char *const *overrides);
+/* SIGTERM, wait for it, remove its directory. */
+void tdaemon_stop(tdaemon_t *d);
+/* SIGKILL and reap it (the directory stays until tdaemon_stop). */
+void tdaemon_kill(tdaemon_t *d);
+
+/* A temporary directory (mkdtemp) for test files; remove with trmtree. */
+void tmkdtemp(char *buf, size_t len);
+void trmtree(const char *dir);
+/* Write / read a whole file (read: malloc'ed, NUL-terminated, *ret_len
+ * without the NUL). */
+void twrite_file(const char *path, const void *data, size_t len);
+char *tread_file(const char *path, size_t *ret_len);
+
+/* Run argv[0] (a path) with argv, extra environment entries "K=V" (NULL-
+ * terminated, may be NULL), stdout and stderr captured (malloc'ed, NUL-
+ * terminated; free them).  Returns the exit status, or 128 + signal. */
+int trun(const char *const *argv, const char *const *env, char **ret_out, char **ret_err);
+
+#endif

@@ -1,0 +1,68 @@
+/* A third-party msgpack-RPC client — msgpack5rpc from npm, run by node —
+ * calls ping, status and a vector_add dispatch on a real ptod and checks
+ * the answers (thirdparty/msgpack5rpc_client.js): proof that ptod's wire
+ * format is the standard one.  The package is installed once with `npm ci`
+ * from thirdparty/package-lock.json into the build tree. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+static void install_package(void) {
+  char *out = NULL, *err = NULL;
+  const char *argv[] = {PTOD_NPM,     "ci",      "--no-audit",          "--no-fund", "--prefix",
+                        PTOD_NPM_DIR, "--cache", PTOD_NPM_DIR "/cache", NULL};
+  int rc;
+  if (access(PTOD_NPM_DIR "/node_modules/msgpack5rpc/package.json", F_OK) == 0) return;
+  rc = trun(argv, NULL, &out, &err);
+  ck_assert_msg(rc == 0,
+                "'npm ci' could not install msgpack5rpc into " PTOD_NPM_DIR
+                " (exit %d); this test needs registry.npmjs.org once, after which the package "
+                "stays in the build tree.\n%s\n%s",
+                rc, out, err);
+  free(out);
+  free(err);
+}
+
+START_TEST(test_msgpack5rpc_client) {
+  tdaemon_t d;
+  char *out = NULL, *err = NULL;
+  const char *env[] = {"NODE_PATH=" PTOD_NPM_DIR "/node_modules", NULL};
+  int rc;
+  install_package();
+  tdaemon_start(&d, NULL);
+  {
+    const char *argv[] = {PTOD_NODE,
+                          PTOD_SOURCE_DIR "/tests/client/thirdparty/msgpack5rpc_client.js",
+                          d.socket, NULL};
+    rc = trun(argv, env, &out, &err);
+  }
+  ck_assert_msg(rc == 0, "the msgpack5rpc client failed (exit %d):\n%s\n%s", rc, out, err);
+  ck_assert_ptr_nonnull(strstr(out, "ping: ptod "));
+  ck_assert_ptr_nonnull(strstr(out, "status: queue capacity 64"));
+  ck_assert_ptr_nonnull(
+      strstr(out, "dispatch: vector_add = 11 22 33 44, ring_heap[0] = 2048 (request)"));
+  ck_assert_ptr_nonnull(strstr(out, "error: INVALID_REQUEST (1000): unknown key 'ring_heapp'"));
+  free(out);
+  free(err);
+  tdaemon_stop(&d);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("thirdparty");
+  TCase *tc = tcase_create("msgpack5rpc");
+  SRunner *sr;
+  int failed;
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_msgpack5rpc_client);
+  suite_add_tcase(s, tc);
+  sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
