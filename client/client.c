@@ -427,7 +427,7 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err) {
   char path[PTO_SOCKET_PATH_MAX];
-  int rc = pto_default_socket_path(device, path, sizeof(path));
+  int rc = pto_find_socket_path(device, path, sizeof(path));
   if (rc == -EINVAL)
     return client_error(ret_err, PTO_E_INVALID_ARGUMENT,
                         "The device must be a number in 0..255, got %d.", device);

@@ -758,7 +758,7 @@ static int add_target(ctl_t *c, int device, const char *socket) {
   t->device = device;
   if (socket) {
     snprintf(t->socket, sizeof(t->socket), "%s", socket);
-  } else if (pto_default_socket_path(device, t->socket, sizeof(t->socket)) < 0) {
+  } else if (pto_find_socket_path(device, t->socket, sizeof(t->socket)) < 0) {
     snprintf(t->socket, sizeof(t->socket), "(device %d)", device);
   }
   return 0;

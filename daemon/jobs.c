@@ -249,6 +249,8 @@ static void run_dispatch(svc_request_t *req) {
 
   t_run = dsp_now_ns();
   rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
+  rcfg.run_timeout_ms = req->run_timeout_ms;
+  rcfg.deadlock_timeout_ms = req->deadlock_timeout_ms;
   rc = rt_run(d->rt, prog, args, p->nargs, &rcfg, &stats, &err);
   t_done = dsp_now_ns();
   if (rc < 0) goto fail;
@@ -342,7 +344,7 @@ static void run_buffer(svc_request_t *req) {
 
 int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,
                  pto_error_t *err) {
-  int rc = rt_ensure_arena(d->rt, sizing, buf_room_for_arena(d->buffers), ret, err);
+  int rc = rt_prewarm_arena(d->rt, sizing, buf_room_for_arena(d->buffers), ret, err);
   account_arena(d);
   if (rc == 0) ptod_set_prewarm(d, sizing);
   return rc;

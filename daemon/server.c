@@ -94,6 +94,33 @@ static int clear_stale_socket(const char *path, pto_error_t *err) {
   return 0;
 }
 
+/* The socket's directory must be one nobody else can swap the socket out
+ * of: a real directory (not a link), owned by us or root, and writable by
+ * nobody else unless sticky (/tmp).  Names such as /tmp/ptod-<uid> can be
+ * taken by anyone first. */
+static int check_socket_dir(const char *dir, pto_error_t *err) {
+  struct stat st;
+  if (lstat(dir, &st) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "Failed to inspect socket directory '%s': %s.", dir,
+                         strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return pto_error_set(err, PTO_E_INVALID_CONFIG,
+                         "Socket directory '%s' is not a directory (a symbolic link?); refusing "
+                         "to listen there.",
+                         dir);
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return pto_error_set(err, PTO_E_INVALID_CONFIG,
+                         "Socket directory '%s' belongs to uid %u, not to this daemon (uid %u) or "
+                         "root; refusing to listen there. Remove it or set [daemon] socket.",
+                         dir, (unsigned)st.st_uid, (unsigned)geteuid());
+  if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))
+    return pto_error_set(err, PTO_E_INVALID_CONFIG,
+                         "Socket directory '%s' (mode %04o) is writable by others, who could "
+                         "replace the socket; make it 0750 or set [daemon] socket.",
+                         dir, (unsigned)(st.st_mode & 07777));
+  return 0;
+}
+
 /* The socket's directory, when it does not exist yet (e.g. /run/ptod
  * outside systemd, $XDG_RUNTIME_DIR/ptod). */
 static int ensure_parent_dir(const char *path, pto_error_t *err) {
@@ -103,9 +130,10 @@ static int ensure_parent_dir(const char *path, pto_error_t *err) {
   slash = strrchr(dir, '/');
   if (!slash || slash == dir) return 0;
   *slash = '\0';
-  if (mkdir(dir, 0750) == 0 || errno == EEXIST) return 0;
-  return pto_error_set(err, PTO_E_INTERNAL, "Failed to create socket directory '%s': %s.", dir,
-                       strerror(errno));
+  if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+    return pto_error_set(err, PTO_E_INTERNAL, "Failed to create socket directory '%s': %s.", dir,
+                         strerror(errno));
+  return check_socket_dir(dir, err);
 }
 
 static int bind_socket(srv_t *srv, pto_error_t *err) {

@@ -340,6 +340,8 @@ static void admit(svc_request_t *req) {
     return;
   }
   req->baseline = d->cfg.ring;
+  req->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
+  req->deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
   if (is_dispatch(req)) {
     if (check_diagnostics(d, &req->params.dispatch.config, &err) < 0) {
       reject(req, &err);

@@ -32,6 +32,7 @@ typedef struct svc_request {
   proto_method_t method;
   proto_params_t params;
   pto_sizing_t baseline; /* the config level ([ring]) when admitted */
+  uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
   char *diagnostics_dir; /* a copy, when a dispatch asks for scope stats */
   /* The encoded response, filled on the device thread. */
   msgpack_sbuffer response;

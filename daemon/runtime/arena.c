@@ -181,7 +181,7 @@ static int arena_region_fit(rt_runtime_t *rt, rt_region_t *g, uint64_t bytes, bo
 }
 
 int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t bytes_available,
-                 rt_arena_result_t *ret, pto_error_t *err) {
+                 bool lookup, rt_arena_result_t *ret, pto_error_t *err) {
   rt_arena_t *a = &rt->arena;
   uint64_t key = pto_sizing_key(sizing), need_meta, need_heap, need, t0, build_us;
   arena_layout_t l;
@@ -196,7 +196,7 @@ int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t
 
   pthread_mutex_lock(&rt->stats_lock);
   if (a->valid && a->key == key && pto_sizing_equal(&a->sizing, sizing)) {
-    rt->cache.hits++;
+    if (lookup) rt->cache.hits++;
     pthread_mutex_unlock(&rt->stats_lock);
     if (ret) {
       ret->hit = true;
@@ -206,7 +206,7 @@ int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t
     }
     return 0;
   }
-  rt->cache.misses++;
+  if (lookup) rt->cache.misses++;
   pthread_mutex_unlock(&rt->stats_lock);
 
   if (!arena_layout(sizing, &l)) return arena_oom(err, UINT64_MAX, bytes_available);

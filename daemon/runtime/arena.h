@@ -25,6 +25,7 @@ uint64_t arena_bytes(dev_device_t *dev, const pto_sizing_resolved_t *sizing);
 
 /* rt_ensure_arena's work (see runtime.h). */
 int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t bytes_available,
+                 bool lookup,
                  rt_arena_result_t *ret, pto_error_t *err);
 
 /* Release both regions; the slot becomes empty. */

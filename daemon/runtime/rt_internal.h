@@ -200,6 +200,9 @@ struct rt_runtime {
   char *programs_dir;
   rt_programs_t *programs;
   uint32_t ncores, nsched;
+  /* The options' timeouts, and the current run's (rt_run_config may
+   * override them per run; written before the run is published). */
+  uint64_t default_deadlock_timeout_ns, default_run_timeout_ns;
   uint64_t deadlock_timeout_ns, run_timeout_ns, spin_ns;
 
   /* The arena slot and its counters (stats_lock guards `cache`). */

@@ -136,11 +136,13 @@ int rt_create(const rt_options_t *opts, rt_runtime_t **ret_rt, pto_error_t *err)
   rt->dev = opts->device;
   rt->ncores = cores;
   rt->nsched = aicpu - 1;
-  rt->deadlock_timeout_ns = UINT64_C(1000000) * (opts->deadlock_timeout_ms
-                                                      ? opts->deadlock_timeout_ms
-                                                      : RT_DEFAULT_DEADLOCK_TIMEOUT_MS);
-  rt->run_timeout_ns =
+  rt->default_deadlock_timeout_ns =
+      UINT64_C(1000000) *
+      (opts->deadlock_timeout_ms ? opts->deadlock_timeout_ms : RT_DEFAULT_DEADLOCK_TIMEOUT_MS);
+  rt->default_run_timeout_ns =
       UINT64_C(1000000) * (opts->run_timeout_ms ? opts->run_timeout_ms : RT_DEFAULT_RUN_TIMEOUT_MS);
+  rt->deadlock_timeout_ns = rt->default_deadlock_timeout_ns;
+  rt->run_timeout_ns = rt->default_run_timeout_ns;
   rt->spin_ns = UINT64_C(1000) * (opts->spin_us ? opts->spin_us : RT_DEFAULT_SPIN_US);
   pthread_mutex_init(&rt->stats_lock, NULL);
   rt_park_init(&rt->orch_park);
@@ -194,7 +196,12 @@ uint64_t rt_arena_bytes(const rt_runtime_t *rt, const pto_sizing_resolved_t *siz
 
 int rt_ensure_arena(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing,
                     uint64_t bytes_available, rt_arena_result_t *ret, pto_error_t *err) {
-  return arena_ensure(rt, sizing, bytes_available, ret, err);
+  return arena_ensure(rt, sizing, bytes_available, true, ret, err);
+}
+
+int rt_prewarm_arena(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing,
+                     uint64_t bytes_available, rt_arena_result_t *ret, pto_error_t *err) {
+  return arena_ensure(rt, sizing, bytes_available, false, ret, err);
 }
 
 void rt_cache_stats(const rt_runtime_t *rt, rt_cache_stats_t *ret) {
@@ -303,6 +310,11 @@ int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, u
   rt->prog = prog;
   rt->args = args;
   rt->nargs = nargs;
+  rt->deadlock_timeout_ns = cfg && cfg->deadlock_timeout_ms
+                                ? UINT64_C(1000000) * cfg->deadlock_timeout_ms
+                                : rt->default_deadlock_timeout_ns;
+  rt->run_timeout_ns = cfg && cfg->run_timeout_ms ? UINT64_C(1000000) * cfg->run_timeout_ms
+                                                  : rt->default_run_timeout_ns;
   if (active != atomic_load(&rt->active_sched)) {
     atomic_store(&rt->active_sched, active);
     rt_park_wake_all(&rt->idle_park);

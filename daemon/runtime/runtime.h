@@ -116,12 +116,18 @@ typedef struct rt_arena_result {
 int rt_ensure_arena(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing,
                     uint64_t bytes_available, rt_arena_result_t *ret, pto_error_t *err);
 
+/* The same for a prewarm, which is no dispatch's lookup: a build counts
+ * in `builds`, nothing counts in `hits` or `misses` (so those two say how
+ * dispatches fared against the slot). */
+int rt_prewarm_arena(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing,
+                     uint64_t bytes_available, rt_arena_result_t *ret, pto_error_t *err);
+
 typedef struct rt_cache_stats {
   bool valid;                   /* the slot holds an arena */
   pto_sizing_resolved_t sizing; /* its sizing (values only; sources zero) */
   uint64_t key;
   uint64_t bytes;               /* device bytes held (0 when empty) */
-  uint64_t builds, hits, misses;
+  uint64_t builds, hits, misses; /* hits, misses: rt_ensure_arena lookups only */
   uint64_t last_build_us, total_build_us;
 } rt_cache_stats_t;
 
@@ -130,7 +136,9 @@ void rt_cache_stats(const rt_runtime_t *rt, rt_cache_stats_t *ret);
 /* ---- runs ------------------------------------------------------------- */
 
 typedef struct rt_run_config {
-  uint32_t aicpu_thread_num; /* 0: the runtime's; else 2..rt_options.aicpu_thread_num */
+  uint32_t aicpu_thread_num;    /* 0: the runtime's; else 2..rt_options.aicpu_thread_num */
+  uint32_t deadlock_timeout_ms; /* 0: rt_options' */
+  uint32_t run_timeout_ms;      /* 0: rt_options' (a reload changes these per run) */
 } rt_run_config_t;
 
 /* Per ring: `peak_tasks` is the most tasks live at once (the window must

@@ -166,6 +166,18 @@ class Reload(harness.DaemonTest):
         self.assertEqual(r["sizing"]["ring_heap"], [2 * MIB] * 4)
         self.assertIn("Reload: [ring] heap: 1M -> 2M", d.read_log())
 
+    def test_run_timeout_applies_to_the_next_dispatch(self):
+        d = self.daemon(config={"device": {"run_timeout": "10s"}})
+        slow = noop(tasks=1, task_us=600000)
+        d.call("dispatch", slow)  # a 0.6 s kernel is progress enough under 10 s
+        sections = dict(d.sections)
+        sections["device"] = dict(sections["device"], run_timeout="100ms")
+        self.reload(d, sections)
+        with d.client() as c:
+            err = c.call_err("dispatch", slow)
+        self.assertEqual(err["name"], "SCHEDULER_TIMEOUT")
+        self.assertEqual(err["capacity"], 100)
+
     def test_prewarm_section_change(self):
         d = self.daemon()
         sections = dict(d.sections)

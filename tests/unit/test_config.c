@@ -1007,35 +1007,50 @@ END_TEST
 
 START_TEST(socket_paths) {
   char buf[PTO_SOCKET_PATH_MAX];
-  ck_assert_int_eq(pto_socket_path_for(0, NULL, 0, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_socket_path_for(0, NULL, NULL, 0, buf, sizeof(buf)), 0);
   ck_assert_str_eq(buf, "/run/ptod/ptod0.sock");
-  ck_assert_int_eq(pto_socket_path_for(0, "/run/user/0", 5, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_socket_path_for(0, NULL, "/run/user/0", 5, buf, sizeof(buf)), 0);
   ck_assert_str_eq(buf, "/run/ptod/ptod5.sock"); /* root ignores XDG_RUNTIME_DIR */
-  ck_assert_int_eq(pto_socket_path_for(1000, "/run/user/1000", 3, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_socket_path_for(1000, NULL, "/run/user/1000", 3, buf, sizeof(buf)), 0);
   ck_assert_str_eq(buf, "/run/user/1000/ptod/ptod3.sock");
-  ck_assert_int_eq(pto_socket_path_for(1000, "run/user/1000", 1, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_socket_path_for(1000, NULL, "run/user/1000", 1, buf, sizeof(buf)), 0);
   ck_assert_str_eq(buf, "/tmp/ptod-1000/ptod1.sock"); /* not absolute: ignored */
-  ck_assert_int_eq(pto_socket_path_for(1000, "", 1, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_socket_path_for(1000, NULL, "", 1, buf, sizeof(buf)), 0);
   ck_assert_str_eq(buf, "/tmp/ptod-1000/ptod1.sock");
-  ck_assert_int_eq(pto_socket_path_for(4294967294u, NULL, 255, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_socket_path_for(4294967294u, NULL, NULL, 255, buf, sizeof(buf)), 0);
   ck_assert_str_eq(buf, "/tmp/ptod-4294967294/ptod255.sock");
 
-  ck_assert_int_eq(pto_socket_path_for(0, NULL, 256, buf, sizeof(buf)), -EINVAL);
-  ck_assert_int_eq(pto_socket_path_for(0, NULL, -1, buf, sizeof(buf)), -EINVAL);
-  ck_assert_int_eq(pto_socket_path_for(0, NULL, 0, buf, 10), -ENAMETOOLONG);
+  /* a systemd service (ptod@.service: User=ptod, RuntimeDirectory=ptod) */
+  ck_assert_int_eq(pto_socket_path_for(999, "/run/ptod", "/run/user/999", 2, buf, sizeof(buf)), 0);
+  ck_assert_str_eq(buf, "/run/ptod/ptod2.sock");
+  ck_assert_int_eq(pto_socket_path_for(999, "/run/a:/run/b", NULL, 2, buf, sizeof(buf)), 0);
+  ck_assert_str_eq(buf, "/tmp/ptod-999/ptod2.sock"); /* a list: not ours to pick from */
+  ck_assert_int_eq(pto_socket_path_for(0, "/run/elsewhere", NULL, 2, buf, sizeof(buf)), 0);
+  ck_assert_str_eq(buf, "/run/ptod/ptod2.sock"); /* root keeps /run/ptod */
+
+  ck_assert_int_eq(pto_socket_path_for(0, NULL, NULL, 256, buf, sizeof(buf)), -EINVAL);
+  ck_assert_int_eq(pto_socket_path_for(0, NULL, NULL, -1, buf, sizeof(buf)), -EINVAL);
+  ck_assert_int_eq(pto_socket_path_for(0, NULL, NULL, 0, buf, 10), -ENAMETOOLONG);
   ck_assert_str_eq(buf, "");
   /* fits the buffer but not a socket address */
   char xdg[120], big[256];
   xdg[0] = '/';
   memset(xdg + 1, 'x', 100);
   xdg[101] = '\0';
-  ck_assert_int_eq(pto_socket_path_for(1000, xdg, 0, big, sizeof(big)), -ENAMETOOLONG);
+  ck_assert_int_eq(pto_socket_path_for(1000, NULL, xdg, 0, big, sizeof(big)), -ENAMETOOLONG);
   ck_assert_str_eq(big, "");
 
   char want[PTO_SOCKET_PATH_MAX];
   ck_assert_int_eq(pto_default_socket_path(2, buf, sizeof(buf)), 0);
-  ck_assert_int_eq(pto_socket_path_for(geteuid(), getenv("XDG_RUNTIME_DIR"), 2, want, sizeof(want)),
+  ck_assert_int_eq(pto_socket_path_for(geteuid(), getenv("RUNTIME_DIRECTORY"),
+                                       getenv("XDG_RUNTIME_DIR"), 2, want, sizeof(want)),
                    0);
+  /* A client finds this user's socket path when nothing listens anywhere. */
+  ck_assert_int_eq(pto_socket_path_for(geteuid(), NULL, getenv("XDG_RUNTIME_DIR"), 2, want,
+                                       sizeof(want)),
+                   0);
+  ck_assert_int_eq(pto_find_socket_path(2, buf, sizeof(buf)), 0);
+  ck_assert_str_eq(buf, want);
   ck_assert_str_eq(buf, want);
 }
 END_TEST

@@ -92,6 +92,19 @@ START_TEST(test_hit_miss_and_spelling) {
   ck_assert_uint_eq(cs.hits, 1);
   ck_assert_uint_eq(cs.misses, 3);
   ck_assert_uint_ge(cs.total_build_us, cs.last_build_us);
+
+  /* A prewarm builds without being a lookup: builds move, hits and misses
+   * (what dispatches met) do not. */
+  ck_assert_int_eq(rt_prewarm_arena(f.rt, &b, PLENTY, &res, &err), 0);
+  ck_assert(!res.hit);
+  ck_assert_int_eq(rt_prewarm_arena(f.rt, &b, PLENTY, &res, &err), 0);
+  ck_assert(res.hit);
+  rt_cache_stats(f.rt, &cs);
+  ck_assert_uint_eq(cs.builds, 4);
+  ck_assert_uint_eq(cs.hits, 1);
+  ck_assert_uint_eq(cs.misses, 3);
+  ck_assert_int_eq(rt_ensure_arena(f.rt, &b, PLENTY, &res, &err), 0);
+  ck_assert(res.hit);
   fx_close(&f);
 }
 END_TEST

@@ -41,6 +41,7 @@ import math
 import os
 import select
 import socket
+import stat
 import statistics
 import threading
 import time
@@ -80,11 +81,25 @@ def socket_path_for(euid, xdg_runtime_dir, device):
 
 
 def default_socket_path(device=0):
-    """Where ptod for `device` listens unless its config says otherwise:
-    /run/ptod/ptod<device>.sock for root; else
-    $XDG_RUNTIME_DIR/ptod/ptod<device>.sock when XDG_RUNTIME_DIR is absolute;
-    else /tmp/ptod-<uid>/ptod<device>.sock."""
-    return socket_path_for(os.geteuid(), os.environ.get("XDG_RUNTIME_DIR"), device)
+    """Where a client connects to ptod for `device` unless told otherwise
+    (proto/paths.h): the path a daemon of this user listens on —
+    /run/ptod/ptod<device>.sock for root, else
+    $XDG_RUNTIME_DIR/ptod/ptod<device>.sock when XDG_RUNTIME_DIR is
+    absolute, else /tmp/ptod-<uid>/ptod<device>.sock — when a socket is
+    there; else the system daemon's /run/ptod/ptod<device>.sock when a
+    socket is there; else the user's path."""
+    own = socket_path_for(os.geteuid(), os.environ.get("XDG_RUNTIME_DIR"), device)
+    system = socket_path_for(0, None, device)
+    if not _is_socket(own) and _is_socket(system):
+        return system
+    return own
+
+
+def _is_socket(path):
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _deadline(timeout):

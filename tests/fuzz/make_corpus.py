@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""Write the seed corpus of the libFuzzer harnesses: tests/fuzz/corpus/<harness>/.
+
+    /usr/bin/python3 tests/fuzz/make_corpus.py          (needs python3-msgpack)
+
+Seeds are real messages of docs/protocol.md (a request of every method, a
+response of every method, error replies), the classic broken inputs (a
+reserved byte, a 5-byte header claiming 4 GiB, nesting past the limit,
+truncation, trailing bytes), config files (systemd/ptod.conf among them)
+and sizing values in every form.  Each harness's input layout is described
+at the top of its .c file; the selector bytes written here follow it.
+
+The output is deterministic: running the script again rewrites the same
+files (named after their content), and removes seeds it no longer makes.
+"""
+import hashlib
+import os
+import sys
+
+import msgpack
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, "corpus")
+
+METHODS = ["ping", "status", "metrics", "programs", "dispatch", "buffer.alloc", "buffer.write",
+           "buffer.read", "buffer.free", "buffer.list", "prewarm", "advise"]
+M = {name: i for i, name in enumerate(METHODS)}
+
+
+def pack(obj):
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def request(msgid, method, params=None):
+    return pack([0, msgid, method, [] if params is None else [params]])
+
+
+def response(msgid, result, error=None):
+    return pack([1, msgid, error, None if error is not None else result])
+
+
+# ---- params of every method, valid and not --------------------------------
+
+SIZING = {"ring_task_window": [16384] * 4, "ring_heap": [256 << 20] * 4,
+          "ring_dep_pool": [16384] * 4}
+
+PARAMS = {
+    "dispatch": [
+        {"program": "attention_prefill",
+         "args": [{"data": b"\x00" * 16}, {"data": b"\x01" * 16}, {"data": b"\x02" * 16},
+                  {"buffer": "kv"}, {"out": 16}, {"scalar": 2}, {"scalar": 1}, {"scalar": 2}],
+         "config": {"ring_heap": [512 << 20, 0, 0, 0], "ring_task_window": 1024,
+                    "aicpu_thread_num": 4, "enable_swimlane": 1, "enable_scope_stats": True,
+                    "enable_dep_gen": False},
+         "deadline_ms": 5000},
+        {"program": "vector_add",
+         "args": [{"buffer": "a", "offset": 0, "bytes": 64}, {"data": b"xy", "dir": "inout"},
+                  {"data": b"", "dir": "in"}, {"scalar": -1.5}, {"scalar": -7}],
+         "config": {"ring_dep_pool": None, "ring_heap": None}},
+        {"program": "noop", "args": []},
+        {"program": "noop", "args": [], "config": {"ring_heap": 1000}},
+        {"program": "noop", "args": [], "config": {"ring_heapp": 1 << 20}},
+        {"program": "noop", "args": [], "config": {"ring_task_window": [4, 8, 16]}},
+        {"program": "noop", "args": [], "config": {"ring_dep_pool": True}},
+        {"program": "../etc/passwd", "args": []},
+        {"program": "noop", "args": [{"buffer": "kv", "data": b"1"}]},
+        {"program": "noop", "args": [{}], "deadline_ms": -1},
+    ],
+    "buffer.alloc": [
+        {"name": "kv", "bytes": 1 << 20},
+        {"name": "w", "bytes": 4, "init": b"abcd"},
+        {"name": "w", "bytes": 5, "init": b"abcd"},
+        {"name": "kv", "bytes": "12"},
+        {"name": ".hidden", "bytes": 0},
+    ],
+    "buffer.write": [
+        {"name": "kv", "offset": 8, "data": b"hello"},
+        {"name": "kv", "data": b""},
+        {"name": "kv", "offset": (1 << 40) + 1, "data": b"x"},
+    ],
+    "buffer.read": [
+        {"name": "kv", "offset": 0, "bytes": 16},
+        {"name": "kv"},
+        {"name": "kv", "bytes": 0, "offset": None},
+    ],
+    "buffer.free": [{"name": "kv"}, {"name": "kv", "name2": 1}],
+    "prewarm": [
+        {"config": {"ring_heap": [512 << 20, 0, 0, 0]}},
+        {"config": {}},
+        {"config": {"ring_task_window": 0}},
+    ],
+    "ping": [{"unexpected": 1}],
+}
+
+# ---- results of every method ----------------------------------------------
+
+KEY = "ef9b6111db51b6a5"
+ARENA = {"sizing": SIZING, "key": KEY, "bytes": 3 << 30, "build_us": 1520, "builds": 1,
+         "hits": 10, "misses": 1,
+         "prewarm": {"sizing": SIZING, "key": KEY, "first_dispatch_hit": True}}
+
+RESULTS = {
+    "ping": [{"version": "0.1.0", "device": 0, "state": "ready"}],
+    "status": [{"device": 0, "platform": "sim", "version": "0.1.0", "uptime_s": 12,
+                "state": "warming", "queue": {"depth": 0, "capacity": 64, "running": 0},
+                "arena": dict(ARENA, prewarm=dict(ARENA["prewarm"], first_dispatch_hit=None)),
+                "memory": {"limit": 4 << 30, "arena": 3 << 30, "buffers": 1 << 20,
+                           "free": (1 << 30) - (1 << 20)},
+                "dispatches": {"ok": 3, "failed": 1, "rejected": 0}, "clients": 2,
+                "future_key": [1, 2]}],
+    "metrics": ["# HELP ptod_dispatches_total Dispatches.\n"
+                "# TYPE ptod_dispatches_total counter\nptod_dispatches_total{result=\"ok\"} 3\n"],
+    "programs": [[{"name": "noop", "description": "Does nothing.", "args": []},
+                  {"name": "vector_add", "description": "c = a + b.",
+                   "args": [{"name": "a", "kind": "in", "optional": False, "doc": "f32[N]"},
+                            {"name": "n", "kind": "int", "optional": True, "doc": "int"}]}]],
+    "dispatch": [{"outputs": [None, b"\x00" * 8, None],
+                  "arena": {"hit": False, "build_us": 900, "key": KEY},
+                  "sizing": dict(SIZING, source={
+                      "ring_task_window": ["request", "env", "config", "default"],
+                      "ring_heap": ["default"] * 4, "ring_dep_pool": ["config"] * 4}),
+                  "peaks": {"task_window": [3, 0, 0, 0], "heap": [4096, 0, 0, 0],
+                            "dep_pool": [2, 0, 0, 0]},
+                  "timing_us": {"queue": 1, "arena": 900, "run": 40, "total": 950},
+                  "tasks": 3}],
+    "buffer.alloc": [{"name": "kv", "bytes": 1 << 20}],
+    "buffer.write": [{"bytes": 5}],
+    "buffer.read": [b"hello"],
+    "buffer.free": [{"bytes": 1 << 20}],
+    "buffer.list": [[{"name": "kv", "bytes": 1 << 20}, {"name": "w", "bytes": 4}]],
+    "prewarm": [ARENA],
+    "advise": [{"observed": {"task_window": [3, 0, 0, 0], "heap": [4096, 0, 0, 0],
+                             "dep_pool": [2, 0, 0, 0]},
+                "recommended": dict(SIZING, ring_heap=[1024, 1024, 1024, 1024]),
+                "config": "[ring]\nheap = 1K\n"}],
+}
+
+ERRORS = [
+    {"code": 1001, "name": "INVALID_CONFIG",
+     "message": "ring_heap must be a power of 2 >= 1024 (bytes per ring), got 1000",
+     "key": "ring_heap", "hint": "Use 1024 or a larger power of 2."},
+    {"code": 2, "name": "HEAP_RING_DEADLOCK", "message": "Ring 0 ran out of heap.", "ring": 0,
+     "requested": 4096, "capacity": 1024, "hint": "Raise ring_heap[0]."},
+    {"name": "BUSY"},
+    {"code": 77, "message": "A code this client does not know."},
+    {"message": "no code"},
+]
+
+
+def seeds_reader():
+    reqs = [request(1, "ping"), request(2, "status"),
+            request(3, "dispatch", PARAMS["dispatch"][0]),
+            request(4, "buffer.write", PARAMS["buffer.write"][0]),
+            pack([2, "cancel", []])]
+    stream = b"".join(reqs)
+    huge = b"\xdd\xff\xff\xff\xff"
+    deep = b"\x91" * 33 + b"\x90"
+    kinds = pack([0, 0xffffffff, "x", [{
+        "s8": "a" * 40, "s16": "b" * 300, "b8": b"c" * 10, "b16": b"d" * 300,
+        "i": [-1, -33, -200, -40000, -(1 << 40), 200, 40000, 1 << 40, 1 << 63],
+        "f": [1.5], "a16": list(range(20)), "m16": {str(i): i for i in range(20)},
+        "n": [None, True, False]}]])
+    ext = (b"\x94\x00\x05\xa1x\x91\x86" + b"\xa1a\xd4\x01\x02" + b"\xa1b\xd8\x01" + b"\x00" * 16 +
+           b"\xa1c\xc7\x03\x01abc" + b"\xa1d\xc8\x00\x02\x01ab" + b"\xa1e\xca\x3f\xc0\x00\x00" +
+           b"\xa1f\xc9\x00\x00\x00\x01\x05z")
+    return {
+        "stream-bytewise": bytes([0, 255]) + stream,
+        "stream-random": bytes([7, 255]) + stream,
+        "stream-small-limit": bytes([3, 1]) + stream,
+        "reserved-c1": bytes([5, 255]) + request(1, "ping")[:3] + b"\xc1",
+        "huge-claim": bytes([2, 255]) + huge,
+        "huge-claim-limited": bytes([2, 10]) + huge,
+        "deep": bytes([9, 255]) + deep,
+        "truncated": bytes([4, 255]) + reqs[2][:-3],
+        "all-kinds": bytes([6, 255]) + kinds,
+        "ext-and-float": bytes([8, 255]) + ext,
+        "array32-map32": bytes([1, 255]) + b"\xdd\x00\x00\x00\x02\xdf\x00\x00\x00\x01\x00\x01\xc0",
+    }
+
+
+def seeds_envelope():
+    out = {}
+    for i, m in enumerate(METHODS):
+        params = PARAMS[m][0] if m in PARAMS and m != "ping" else None
+        out["request-" + m] = request(100 + i, m, params)
+        out["response-" + m] = response(100 + i, RESULTS[m][0])
+    out["response-error"] = response(5, None, ERRORS[1])
+    out["notification-error"] = pack([2, "error", [ERRORS[0]]])
+    out["bad-count"] = pack([0, 1, "ping"])
+    out["bad-msgid"] = pack([0, 1 << 32, "ping", []])
+    out["bad-method"] = pack([0, 1, 7, []])
+    out["bad-params"] = pack([0, 1, "ping", [1]])
+    out["bad-type"] = pack([3, 1, "ping", []])
+    out["not-array"] = pack({"method": "ping"})
+    out["trailing"] = request(1, "ping") + b"\x00"
+    out["error-not-map"] = pack([1, 1, "oops", None])
+    return out
+
+
+def seeds_params():
+    out = {}
+    for m, plist in PARAMS.items():
+        for j, p in enumerate(plist):
+            out["%s-%d" % (m, j)] = bytes([M[m]]) + pack(p)
+    out["ping-empty"] = bytes([M["ping"]]) + pack({})
+    for m in ("dispatch", "buffer.alloc", "prewarm"):
+        out["raw-" + m] = b"\x80" + request(11, m, PARAMS[m][0])
+    out["raw-unknown-method"] = b"\x80" + request(12, "shutdown")
+    out["raw-no-params"] = b"\x80" + request(13, "buffer.list")
+    return out
+
+
+def seeds_results():
+    out = {}
+    for m, rlist in RESULTS.items():
+        for j, r in enumerate(rlist):
+            out["%s-%d" % (m, j)] = bytes([M[m]]) + pack(r)
+    out["status-missing-key"] = bytes([M["status"]]) + pack({"device": 0})
+    out["dispatch-bad-source"] = bytes([M["dispatch"]]) + pack(
+        dict(RESULTS["dispatch"][0], sizing=dict(SIZING, source={
+            "ring_task_window": ["request"] * 4, "ring_heap": ["nowhere"] * 4,
+            "ring_dep_pool": ["env"] * 4})))
+    out["ping-bad-key"] = bytes([M["ping"]]) + pack(dict(RESULTS["ping"][0], device=-1))
+    for j, e in enumerate(ERRORS):
+        out["raw-error-%d" % j] = bytes([0x80 | M["dispatch"]]) + response(3, None, e)
+    out["raw-ok"] = bytes([0x80 | M["ping"]]) + response(3, RESULTS["ping"][0])
+    return out
+
+
+CONFIG_FULL = """; every key, set
+[daemon]
+socket = /run/ptod/ptod0.sock
+socket_mode = 0660
+socket_group = 0
+allowed_uids = 0, root
+allowed_gids = 0
+max_clients = 256
+max_message = 64M
+max_pending = 1024
+queue_depth = 64
+drain_timeout = 30s
+client_timeout = 1500ms
+output_limit = 256M
+diagnostics_dir = /var/lib/ptod/diagnostics
+log_level = debug
+
+[device]
+id = 3
+platform = sim
+memory = 4G
+cores = 4
+aicpu_thread_num = 4
+programs = /usr/lib/ptod/programs
+run_timeout = 10
+deadlock_timeout = 500ms
+
+[ring]
+task_window = 16384
+heap = 512M,0,0,0 ; ring 0 only
+dep_pool = 0,0,0,0
+
+[prewarm]
+task_window = 1024
+heap = 1G
+dep_pool = 4, 8, 16, 32
+"""
+
+
+def seeds_config():
+    with open(os.path.join(ROOT, "systemd", "ptod.conf"), "rb") as f:
+        shipped = f.read()
+    return {
+        "ptod.conf": shipped,
+        "full": CONFIG_FULL.encode(),
+        "crlf-bom": b"\xef\xbb\xbf[ring]\r\n  heap = 1K\r\n",
+        "empty": b"",
+        "comments-only": b"# nothing\n; nothing\n\n",
+        "unknown-key": b"[daemon]\nmax_clientz = 4\n",
+        "unknown-section": b"[daemons]\n",
+        "duplicate": b"[device]\ncores = 4\ncores = 8\n",
+        "outside-section": b"cores = 4\n",
+        "bad-ring": b"[ring]\nheap = 1000\n",
+        "world-writable": b"[daemon]\nsocket_mode = 0666\n",
+        "syntax": b"[device]\njust words\n",
+        "long-line": b"[daemon]\nsocket = /" + b"a" * 250 + b"\n",
+        "nul": b"[daemon]\nlog_level = info\x00\n",
+        "no-user": b"[daemon]\nallowed_uids = no-such-user-ptod\n",
+        "relative-dir": b"[device]\nprograms = lib/programs\n",
+    }
+
+
+def seeds_sizing():
+    # selector = field << 2 | mode; mode 0 env text, 1 config text, 2 msgpack, 3 size
+    TW, HEAP, DEP = 0, 1, 2
+    out = {}
+
+    def add(name, field, mode, body):
+        out[name] = bytes([field << 2 | mode]) + body
+
+    add("env-scalar", TW, 0, b"16384")
+    add("env-list", HEAP, 0, b"1024, 2048 ,0,\t4096")
+    add("env-zero", DEP, 0, b"0")
+    add("env-zeros", DEP, 0, b"0,0,0,0")
+    add("env-junk", TW, 0, b"12x")
+    add("env-empty", HEAP, 0, b"")
+    add("env-three", DEP, 0, b"1,2,3")
+    add("env-negative", DEP, 0, b"-5")
+    add("env-overflow", HEAP, 0, b"18446744073709551616")
+    add("config-suffix", HEAP, 1, b"256M,0,0,0")
+    add("config-scalar", HEAP, 1, b"1G")
+    add("config-lower", HEAP, 1, b"512m")
+    add("config-window-max", TW, 1, b"1073741824")
+    add("config-window-over", TW, 1, b"2G")
+    add("msgpack-nil", HEAP, 2, pack(None))
+    add("msgpack-scalar", HEAP, 2, pack(1024))
+    add("msgpack-list", TW, 2, pack([0, 0, 1024, 0]))
+    add("msgpack-bool", DEP, 2, pack(True))
+    add("msgpack-float", DEP, 2, pack(1.5))
+    add("msgpack-str", HEAP, 2, pack("1M"))
+    add("msgpack-short", TW, 2, pack([4, 8, 16]))
+    add("msgpack-negative", DEP, 2, pack(-4))
+    add("msgpack-entry-bad", HEAP, 2, pack([1024, "x", 0, 0]))
+    add("size-plain", 0, 3, b"1000")
+    add("size-suffix", 0, 3, b"64M")
+    add("size-max", 0, 3, b"18446744073709551615")
+    add("size-over", 0, 3, b"17179869184G")
+    add("size-junk", 0, 3, b"1.5K")
+    return out
+
+
+HARNESSES = {
+    "fuzz_reader": seeds_reader,
+    "fuzz_envelope": seeds_envelope,
+    "fuzz_params": seeds_params,
+    "fuzz_results": seeds_results,
+    "fuzz_config": seeds_config,
+    "fuzz_sizing": seeds_sizing,
+}
+
+
+def main():
+    total = 0
+    for harness, make in HARNESSES.items():
+        d = os.path.join(CORPUS, harness)
+        os.makedirs(d, exist_ok=True)
+        want = {}
+        for name, data in make().items():
+            digest = hashlib.sha1(data).hexdigest()[:12]
+            want["%s-%s" % (name, digest)] = data
+        for old in os.listdir(d):
+            if old not in want:
+                os.remove(os.path.join(d, old))
+        for name, data in want.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+        total += len(want)
+        print("%-14s %3d seeds, %6d bytes" % (harness, len(want), sum(map(len, want.values()))))
+    print("total %d seeds" % total)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
