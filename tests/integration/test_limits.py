@@ -7,6 +7,7 @@ not a socket refused.  In every fatal case the error reaches the client
 before the disconnect, and other connections keep working."""
 
 import os
+import unittest
 import shutil
 import socket
 import stat
@@ -304,6 +305,28 @@ class Socket(harness.DaemonTest):
         d = self.daemon(socket_path=path)
         self.assertEqual(d.call("ping")["state"], "ready")
         self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) & 0o007, 0)
+
+    def test_directory_others_can_write_is_refused(self):
+        parent = os.path.join(self.tmpdir(), "open")
+        os.mkdir(parent)
+        os.chmod(parent, 0o777)  # anyone could swap the socket out
+        d = self.daemon(socket_path=os.path.join(parent, "ptod.sock"), ready=False)
+        d.expected_exit = 1
+        self.assertEqual(d.wait(), 1)
+        self.assertIn("is writable by others", d.read_log())
+        os.chmod(parent, 0o1777)  # sticky, like /tmp: others cannot remove our socket
+        d = self.daemon(socket_path=os.path.join(parent, "ptod.sock"))
+        self.assertEqual(d.call("ping")["state"], "ready")
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to hand a directory to another user")
+    def test_directory_of_another_user_is_refused(self):
+        parent = os.path.join(self.tmpdir(), "theirs")
+        os.mkdir(parent, 0o755)
+        os.chown(parent, 65534, 65534)
+        d = self.daemon(socket_path=os.path.join(parent, "ptod.sock"), ready=False)
+        d.expected_exit = 1
+        self.assertEqual(d.wait(), 1)
+        self.assertIn("belongs to uid 65534", d.read_log())
 
     def test_stale_socket_is_replaced(self):
         path = os.path.join(self.tmpdir(), "stale.sock")
