@@ -202,16 +202,24 @@ int proto_encode_error_notification(msgpack_sbuffer *sb, const pto_error_t *err)
   return proto_pack_error_notification(&pk, err);
 }
 
+/* The message of an error that came without one: the table's default, or
+ * for a code outside the table a sentence that still says something.  Both
+ * directions use it, so an error map survives a decode and re-encode. */
+static const char *fallback_message(int code) {
+  const char *message = pto_error_default_message(code);
+  return message ? message : "Unknown error (the sender gave no message).";
+}
+
 int proto_pack_error_map(msgpack_packer *pk, const pto_error_t *err) {
   const char *name = pto_error_name(err->code);
-  const char *message = err->message[0] ? err->message : pto_error_default_message(err->code);
+  const char *message = err->message[0] ? err->message : fallback_message(err->code);
   bool ring = err->ring >= 0;
   bool amounts = ring || err->requested != 0 || err->capacity != 0;
   bool hint = err->hint[0] != '\0', key = err->key[0] != '\0';
   int rc = msgpack_pack_map(pk, 3u + ring + 2u * amounts + hint + key);
   rc |= pack_cstr(pk, "code") | msgpack_pack_int(pk, err->code);
   rc |= pack_cstr(pk, "name") | pack_cstr(pk, name ? name : "UNKNOWN");
-  rc |= pack_cstr(pk, "message") | pack_cstr(pk, message ? message : "Unknown error.");
+  rc |= pack_cstr(pk, "message") | pack_cstr(pk, message);
   if (ring) rc |= pack_cstr(pk, "ring") | msgpack_pack_int(pk, err->ring);
   if (amounts) {
     rc |= pack_cstr(pk, "requested") | msgpack_pack_uint64(pk, err->requested);
@@ -283,8 +291,7 @@ int proto_error_decode(const msgpack_object *obj, pto_error_t *ret) {
     return -PTO_E_INVALID_REQUEST;
   }
   ret->code = (int)code;
-  if (!ret->message[0] && pto_error_default_message(ret->code))
-    snprintf(ret->message, sizeof(ret->message), "%s", pto_error_default_message(ret->code));
+  if (!ret->message[0]) snprintf(ret->message, sizeof(ret->message), "%s", fallback_message(ret->code));
   return 0;
 }
 

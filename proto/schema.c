@@ -77,7 +77,7 @@ static void store_ptr(void *p, const void *v) { memcpy(p, &v, sizeof(v)); }
 const char *schema_strdup(schema_ctx_t *ctx, const char *s, size_t len) {
   char *p = msgpack_zone_malloc(ctx->zone, len + 1);
   if (!p) return NULL;
-  memcpy(p, s, len);
+  if (len) memcpy(p, s, len); /* msgpack-c gives an empty str a NULL ptr */
   p[len] = '\0';
   return p;
 }
@@ -180,6 +180,10 @@ static int decode_str(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_o
                             "a name of 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-', "
                             "not starting with '.'",
                             o);
+  /* A C string ends at its first NUL: without the length kept beside it,
+   * "in\0..." would read as "in".  Refuse rather than cut. */
+  if (!(s->flags & F_LEN) && o->via.str.size && memchr(o->via.str.ptr, '\0', o->via.str.size))
+    return schema_bad_value(ctx, s->key, "a string without NUL bytes", o);
   copy = schema_strdup(ctx, o->via.str.ptr, o->via.str.size);
   if (!copy) return nomem(ctx);
   store_ptr(field, copy);

@@ -85,7 +85,8 @@ static void check_dir_words(const msgpack_object *params) {
         if (ak->via.str.size != 3 || memcmp(ak->via.str.ptr, "dir", 3) != 0 ||
             av->type != MSGPACK_OBJECT_STR)
           continue;
-        FUZZ_CHECK(fuzz_known("dir-nul") || (av->via.str.size == 2 && memcmp(av->via.str.ptr, "in", 2) == 0) ||
+        FUZZ_CHECK(fuzz_known("dir-nul") ||
+                       (av->via.str.size == 2 && memcmp(av->via.str.ptr, "in", 2) == 0) ||
                        (av->via.str.size == 5 && memcmp(av->via.str.ptr, "inout", 5) == 0),
                    "args[%u]: dir \"%.*s\" (%u bytes) accepted", a, (int)av->via.str.size,
                    av->via.str.ptr, av->via.str.size);
@@ -120,7 +121,8 @@ static void check_params(proto_method_t m, const proto_params_t *p, const msgpac
       break;
     case PROTO_M_BUFFER_READ:
       check_name(p->buffer_read.name, "buffer.read name");
-      FUZZ_CHECK(p->buffer_read.offset <= PROTO_BYTES_MAX && p->buffer_read.bytes <= PROTO_BYTES_MAX,
+      FUZZ_CHECK(p->buffer_read.offset <= PROTO_BYTES_MAX &&
+                     p->buffer_read.bytes <= PROTO_BYTES_MAX,
                  "buffer.read %llu+%llu", (unsigned long long)p->buffer_read.offset,
                  (unsigned long long)p->buffer_read.bytes);
       break;

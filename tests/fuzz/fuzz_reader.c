@@ -153,8 +153,9 @@ static void check_with_msgpack(const uint8_t *data, const message_t *m) {
              "the reader said one message of %zu bytes; msgpack-c says %d after %zu bytes", m->len,
              (int)ur, off);
   root = &up.data;
-  FUZZ_CHECK(fuzz_count_objects(root) == m->objects, "the reader counted %llu objects, msgpack-c %llu",
-             (unsigned long long)m->objects, (unsigned long long)fuzz_count_objects(root));
+  FUZZ_CHECK(fuzz_count_objects(root) == m->objects,
+             "the reader counted %llu objects, msgpack-c %llu", (unsigned long long)m->objects,
+             (unsigned long long)fuzz_count_objects(root));
   request_like = root->type == MSGPACK_OBJECT_ARRAY && root->via.array.size >= 2 &&
                  root->via.array.ptr[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
                  root->via.array.ptr[0].via.u64 == 0 &&

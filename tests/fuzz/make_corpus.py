@@ -287,6 +287,9 @@ def seeds_config():
         "nul": b"[daemon]\nlog_level = info\x00\n",
         "no-user": b"[daemon]\nallowed_uids = no-such-user-ptod\n",
         "relative-dir": b"[device]\nprograms = lib/programs\n",
+        "group-names": b"[daemon]\nsocket_group = root\nallowed_gids = root, 4294967295\n",
+        "too-many-ids": (b"[daemon]\nallowed_uids = " +
+                         b",".join(b"%d" % i for i in range(65)) + b"\n"),
     }
 
 

@@ -429,6 +429,11 @@ static const struct reject {
      "\"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, \"dir\": \"inout\"}, "
      "{\"out\": "
      "n} or {\"scalar\": int | float}; got an empty map."},
+    {PROTO_M_DISPATCH,
+     "[{\"program\": \"noop\", \"args\": [{\"data\": b\"\", \"dir\": \"in\\x00out\"}]}]",
+     PTO_E_INVALID_REQUEST, "args[0]",
+     "args[0]: key 'dir' in a dispatch argument must be a string without NUL bytes, got "
+     "\"in\\x00out\"."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"scalar\": nil}]}]",
      PTO_E_INVALID_REQUEST, "args[0]",
      "args[0]: key 'scalar' is nil; a dispatch argument must be one of {\"buffer\": name}, "

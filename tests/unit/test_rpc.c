@@ -204,6 +204,31 @@ START_TEST(error_decode_is_lenient) {
   ck_assert_str_eq(e.message, "New.");
   msg_free(&m);
 
+  /* an unknown code without a message still reads as a sentence, and the
+   * same one goes back out when it is re-encoded */
+  msg_decode(&m, "[1, 1, {\"code\": 77}, nil]");
+  ck_assert_int_eq(proto_error_decode(m.env.error, &e), 0);
+  ck_assert_int_eq(e.code, 77);
+  ck_assert_str_eq(e.message, "Unknown error (the sender gave no message).");
+  msg_free(&m);
+  {
+    pto_error_t bare, again;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_unpacked u;
+    pto_error_clear(&bare);
+    bare.code = 77;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    ck_assert_int_eq(proto_pack_error_map(&pk, &bare), 0);
+    msgpack_unpacked_init(&u);
+    ck_assert_int_eq(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+    ck_assert_int_eq(proto_error_decode(&u.data, &again), 0);
+    ck_assert_str_eq(again.message, e.message);
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+  }
+
   msg_decode(&m, "[1, 1, {\"message\": \"?\"}, nil]");
   ck_assert_int_eq(proto_error_decode(m.env.error, &e), -PTO_E_INVALID_REQUEST);
   ck_assert_int_eq(e.code, PTO_E_INTERNAL);
