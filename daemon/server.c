@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,6 +20,10 @@
 #define WRITE_CHUNK ((size_t)1 << 30) /* bytes per uv_buf_t of a response */
 #define LISTEN_BACKLOG 128
 #define MAX_PEER_GROUPS 256
+/* Messages up to this size are held while corked (copied together); a
+ * larger one flushes what is held and goes out on its own. */
+#define CORK_MAX_MESSAGE (64 * 1024)
+#define HUGE_PAGE ((size_t)2 << 20)
 
 struct srv {
   uv_loop_t *loop;
@@ -33,6 +39,8 @@ struct srv {
   uint32_t clients; /* connections not closing */
   uint64_t next_id;
   srv_conn_t *conns;
+  int cork_depth;
+  srv_conn_t *cork_list; /* connections holding corked bytes */
 };
 
 typedef struct write_req {
@@ -279,9 +287,15 @@ static void conn_on_idle(uv_timer_t *timer) {
   srv_conn_close(conn);
 }
 
+void srv_buffer_hint(void *p, size_t len) {
+  uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+  uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(HUGE_PAGE - 1);
+  if (len >= SRV_HUGE_BUFFER && hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 static void conn_on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
   srv_conn_t *conn = handle->data;
-  size_t cap_limit = (size_t)conn->srv->opts.max_message + READ_CHUNK;
+  size_t cap_limit = (size_t)conn->srv->opts.max_message + READ_CHUNK, want;
   (void)suggested;
 
   /* Keep the unread tail at the front so the buffer never grows for bytes
@@ -291,14 +305,22 @@ static void conn_on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
     conn->rlen -= conn->rpos;
     conn->rpos = 0;
   }
-  if (conn->rcap - conn->rlen < READ_CHUNK / 4 && conn->rcap < cap_limit) {
+  /* The reader knows the least the current message still needs: grow to
+   * it at once rather than by doubling read after read. */
+  want = READ_CHUNK / 4;
+  if (conn->reader.need > want)
+    want = conn->reader.need < cap_limit - conn->rlen ? (size_t)conn->reader.need
+                                                      : cap_limit - conn->rlen;
+  if (conn->rcap - conn->rlen < want && conn->rcap < cap_limit) {
     size_t cap = conn->rcap ? conn->rcap * 2 : READ_CHUNK;
     char *grown;
+    while (cap - conn->rlen < want && cap < cap_limit) cap *= 2;
     if (cap > cap_limit) cap = cap_limit;
     grown = realloc(conn->rbuf, cap);
     if (grown) {
       conn->rbuf = grown;
       conn->rcap = cap;
+      srv_buffer_hint(grown, cap);
     }
   }
   buf->base = conn->rbuf ? conn->rbuf + conn->rlen : NULL;
@@ -368,8 +390,43 @@ static void conn_process(srv_conn_t *conn) {
   }
 }
 
+/* After EOF: whether the peer only shut down its sending side and still
+ * reads (a Unix stream socket whose peer is gone reports POLLHUP; one whose
+ * peer called shutdown(SHUT_WR) does not). */
+static bool peer_still_reads(srv_conn_t *conn) {
+  struct pollfd p = {.events = POLLOUT};
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&conn->pipe, &fd) < 0) return false;
+  p.fd = fd;
+  return poll(&p, 1, 0) == 1 && !(p.revents & (POLLHUP | POLLERR));
+}
+
+static void conn_close_when_written(srv_conn_t *conn) {
+  if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) == 0 && conn->cork_len == 0)
+    srv_conn_close(conn);
+  else
+    conn->close_after_write = true;
+}
+
+/* The peer sent all it will send: answer what it asked, then close. */
+static void conn_on_read_eof(srv_conn_t *conn) {
+  uv_read_stop((uv_stream_t *)&conn->pipe);
+  conn_stop_idle_timer(conn);
+  conn->read_eof = true;
+  if (conn->rlen > conn->rpos)
+    log_info("Client %llu shut down its side in the middle of a message; that message is "
+             "dropped.",
+             (unsigned long long)conn->id);
+  if (conn->pending == 0) conn_close_when_written(conn);
+}
+
+void srv_conn_pending_done(srv_conn_t *conn) {
+  if (conn->read_eof && conn->pending == 0 && !conn->closing) conn_close_when_written(conn);
+}
+
 static void conn_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   srv_conn_t *conn = stream->data;
+  srv_t *srv = conn->srv;
   (void)buf;
   if (nread == UV_ENOBUFS) {
     pto_error_t err;
@@ -378,6 +435,10 @@ static void conn_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
     return;
   }
   if (nread < 0) {
+    if (nread == UV_EOF && peer_still_reads(conn)) {
+      conn_on_read_eof(conn);
+      return;
+    }
     if (nread != UV_EOF)
       log_debug("Client %llu: read failed: %s.", (unsigned long long)conn->id,
                 uv_strerror((int)nread));
@@ -385,7 +446,9 @@ static void conn_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
     return;
   }
   conn->rlen += (size_t)nread;
+  srv_cork(srv);
   conn_process(conn);
+  srv_uncork(srv);
 }
 
 static void conn_free(srv_conn_t *conn) {
@@ -396,6 +459,7 @@ static void conn_free(srv_conn_t *conn) {
     srv->conns = conn->next;
   if (conn->next) conn->next->prev = conn->prev;
   free(conn->rbuf);
+  free(conn->cork);
   free(conn);
   srv_maybe_free(srv);
 }
@@ -415,6 +479,9 @@ void srv_conn_close(srv_conn_t *conn) {
   if (conn->closing) return;
   conn->closing = true;
   atomic_store_explicit(&conn->gone, true, memory_order_release);
+  free(conn->cork); /* bytes not yet written are dropped */
+  conn->cork = NULL;
+  conn->cork_len = conn->cork_cap = 0;
   conn->srv->clients--;
   conn->srv->handlers.on_close(conn, conn->srv->handlers.data);
   uv_close((uv_handle_t *)&conn->idle_timer, conn_on_closed);
@@ -436,7 +503,72 @@ static void conn_on_written(uv_write_t *req, int status) {
     srv_conn_close(conn);
 }
 
+static void conn_send_now(srv_conn_t *conn, char *data, size_t len);
+
+/* Hold a copy of data while corked; false when out of memory. */
+static bool conn_cork_append(srv_conn_t *conn, const char *data, size_t len) {
+  srv_t *srv = conn->srv;
+  if (conn->cork_cap - conn->cork_len < len) {
+    size_t cap = conn->cork_cap ? conn->cork_cap : 4096;
+    char *grown;
+    while (cap - conn->cork_len < len) cap *= 2;
+    grown = realloc(conn->cork, cap);
+    if (!grown) return false;
+    conn->cork = grown;
+    conn->cork_cap = cap;
+  }
+  memcpy(conn->cork + conn->cork_len, data, len);
+  conn->cork_len += len;
+  if (!conn->cork_listed) {
+    conn->cork_listed = true;
+    conn->cork_next = srv->cork_list;
+    srv->cork_list = conn;
+  }
+  return true;
+}
+
+/* Write what the connection holds (its buffer goes with the write). */
+static void conn_cork_flush(srv_conn_t *conn) {
+  char *data = conn->cork;
+  size_t len = conn->cork_len;
+  if (!len) return;
+  conn->cork = NULL;
+  conn->cork_len = conn->cork_cap = 0;
+  conn_send_now(conn, data, len);
+}
+
+void srv_cork(srv_t *srv) { srv->cork_depth++; }
+
+void srv_uncork(srv_t *srv) {
+  if (--srv->cork_depth > 0) return;
+  while (srv->cork_list) {
+    srv_conn_t *conn = srv->cork_list;
+    srv->cork_list = conn->cork_next;
+    conn->cork_next = NULL;
+    conn->cork_listed = false;
+    if (!conn->closing) conn_cork_flush(conn);
+  }
+}
+
 void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
+  if (conn->closing) {
+    free(data);
+    return;
+  }
+  if (conn->srv->cork_depth > 0 && len <= CORK_MAX_MESSAGE &&
+      conn_cork_append(conn, data, len)) {
+    free(data);
+    return;
+  }
+  conn_cork_flush(conn); /* what is held goes first */
+  if (conn->closing) {
+    free(data);
+    return;
+  }
+  conn_send_now(conn, data, len);
+}
+
+static void conn_send_now(srv_conn_t *conn, char *data, size_t len) {
   uv_stream_t *stream = (uv_stream_t *)&conn->pipe;
   size_t done = 0, nbufs;
   write_req_t *wr;

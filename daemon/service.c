@@ -135,6 +135,7 @@ static void request_complete(dsp_job_t *job) {
     break;
   }
   conn->pending--;
+  srv_conn_pending_done(conn);
   srv_conn_unref(conn);
   request_free(req);
 }
@@ -498,7 +499,21 @@ static void on_reject(srv_conn_t *conn, const pto_error_t *err, void *data) {
   msgpack_sbuffer_destroy(&sb);
 }
 
+/* Completions found together answer together: one write per connection. */
+static void batch_begin(void *data) {
+  ptod_t *d = data;
+  if (d->srv) srv_cork(d->srv);
+}
+
+static void batch_end(void *data) {
+  ptod_t *d = data;
+  if (d->srv) srv_uncork(d->srv);
+}
+
 srv_handlers_t service_handlers(ptod_t *d) {
   srv_handlers_t h = {on_message, on_close, on_reject, d};
+  /* The service is set up once the device thread exists (ptod.c):
+   * coalesce the responses of each batch of completions from now on. */
+  if (d->dsp) dsp_set_batch_hooks(d->dsp, batch_begin, batch_end, d);
   return h;
 }

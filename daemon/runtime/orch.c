@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "park.h"
+#include "queue.h"
 #include "scheduler.h"
 #include "tensormap.h"
 
@@ -251,6 +252,7 @@ static int orch_reserve(pto_orch_t *o, rt_ring_t *ring, uint64_t heap_bytes, uin
   const uint64_t id = ring->next_id, H = ring->heap_size;
   uint64_t last_la = UINT64_MAX, progress_at = 0, spin_start = 0;
   uint32_t iter = 0;
+  bool helping = true;
 
   for (;;) {
     uint64_t la = atomic_load_explicit(&ring->last_alive, memory_order_acquire);
@@ -304,9 +306,23 @@ static int orch_reserve(pto_orch_t *o, rt_ring_t *ring, uint64_t heap_bytes, uin
       progress_at = now;
       spin_start = now;
       iter = 0;
+      helping = true;
     } else if (now - progress_at >= rt->deadlock_timeout_ns) {
       return orch_report_short(o, ring, shortage, false, la, heap_bytes, ndeps,
                                (now - progress_at) / 1000000u);
+    }
+    /* What we wait for is tasks finishing: run a short one rather than
+     * watch (on a 2-vCPU machine the cores may be waiting for this CPU
+     * anyway).  Once one is handed back, leave the rest to the cores
+     * until the ring moves. */
+    if (helping) {
+      if (sched_help(rt, &rt->helper, true)) continue;
+      helping = false;
+    }
+    if (o->owed_wake) {
+      /* About to wait: a task queued without a wake needs a core now. */
+      o->owed_wake = false;
+      rt_park_notify(&rt->core_park);
     }
     if (now - spin_start < rt->spin_ns) {
       rt_spin_pause(++iter);
@@ -412,33 +428,42 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   }
   for (uint32_t i = 0; i < args->nscalars; i++) p->args.scalar[i] = args->scalar[i];
 
-  /* Edges: pin each producer that is not yet CONSUMED; wait for it too if
-   * it has not completed (its fanout list is still open). */
+  /* Edges: one per producer that is not yet CONSUMED.  One still running
+   * gets the edge in its fanout list, and pins itself for it when it
+   * completes (sched_complete); one that has completed is pinned here.
+   * Either way the producer stays live until this task completes, and it
+   * takes one atomic operation on the producer's line, not two. */
   dep_pos = ring->dep_head;
   for (uint64_t k = 0; k < nprod; k++) {
     rt_task_t *pt = o->producers[k];
-    int32_t pins = atomic_load_explicit(&pt->pins, memory_order_relaxed);
     rt_edge_t *edge, *head;
+    int32_t pins;
     if (pt == t) continue; /* the slot's previous task, retired */
-    do {
-      if (pins == 0) break;
-    } while (!atomic_compare_exchange_weak_explicit(&pt->pins, &pins, pins + 1,
-                                                    memory_order_acquire, memory_order_relaxed));
-    if (pins == 0) continue;
     edge = &ring->edges[dep_pos % ring->dep_size];
-    dep_pos++;
-    nedges++;
     edge->producer = pt;
     edge->consumer = t;
     head = atomic_load_explicit(&pt->fanout, memory_order_acquire);
     while (head != RT_FANOUT_CLOSED) {
       edge->next = head;
       if (atomic_compare_exchange_weak_explicit(&pt->fanout, &head, edge, memory_order_release,
-                                                memory_order_acquire)) {
-        nwait++;
+                                                memory_order_acquire))
         break;
-      }
     }
+    if (head != RT_FANOUT_CLOSED) {
+      nwait++;
+    } else {
+      /* Completed.  Acquire: a producer found CONSUMED (pins 0) gets no
+       * edge, so this is what orders its kernel's writes before this
+       * task's reads. */
+      pins = atomic_load_explicit(&pt->pins, memory_order_acquire);
+      do {
+        if (pins == 0) break;
+      } while (!atomic_compare_exchange_weak_explicit(&pt->pins, &pins, pins + 1,
+                                                      memory_order_acquire, memory_order_acquire));
+      if (pins == 0) continue;
+    }
+    dep_pos++;
+    nedges++;
   }
   ring->dep_head = dep_pos;
   t->ndeps = nedges;
@@ -459,8 +484,23 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   /* Drop the bias: whoever takes fanin to 0 (here or a producer) queues it. */
   if (nwait == 0 ||
       atomic_fetch_sub_explicit(&t->fanin, RT_FANIN_BIAS - (int32_t)nwait, memory_order_acq_rel) ==
-          RT_FANIN_BIAS - (int32_t)nwait)
-    sched_make_ready(rt, t);
+          RT_FANIN_BIAS - (int32_t)nwait) {
+    if (kernel == atomic_load_explicit(&rt->tiny_kernel, memory_order_relaxed) &&
+        !rt_queue_nonempty(&rt->ready)) {
+      /* Shorter than any hand-off (orch.h): run it here, now. */
+      sched_run_inline(rt, &rt->helper, t);
+      return 0;
+    }
+    /* A lone ready task is this thread's to run once it has room to
+     * (orch.h); a second one is work for a core. */
+    rt_queue_push(&rt->ready, t);
+    if (o->owed_wake || rt_queue_depth(&rt->ready) > 1) {
+      o->owed_wake = false;
+      rt_park_notify(&rt->core_park);
+    } else {
+      o->owed_wake = true;
+    }
+  }
   return 0;
 }
 
@@ -540,13 +580,14 @@ const pto_orch_api_t *orch_api(void) { return &orch_api_table; }
 
 /* ---- the thread -------------------------------------------------------- */
 
-static void orch_run(rt_runtime_t *rt, uint64_t gen) {
+void orch_run(rt_runtime_t *rt, uint64_t gen) {
   pto_orch_t *o = &rt->orch;
   const pto_program_t *prog = rt->prog;
   int rc;
 
   o->depth = 0;
   o->overflow = 0;
+  o->owed_wake = false;
   o->scopes[0].begin = 0;
   o->scopes[0].ntasks = 0;
   o->nscope_tasks = 0;
@@ -565,40 +606,8 @@ static void orch_run(rt_runtime_t *rt, uint64_t gen) {
   }
   while (o->depth > 0) orch_scope_close(o);
   orch_scope_close(o); /* the implicit outermost scope */
+  /* A first task still queued is the caller's to run now (rt_run helps). */
+  o->owed_wake = false;
   atomic_store(&rt->orch_done_gen, gen);
   rt_check_done(rt);
-}
-
-void *orch_thread_main(void *arg) {
-  rt_runtime_t *rt = arg;
-  uint64_t seen = 0; /* run_gen starts at 0; a run may begin before this thread does */
-  uint64_t idle_since = 0;
-  uint32_t iter = 0;
-
-  for (;;) {
-    uint64_t gen = atomic_load_explicit(&rt->run_gen, memory_order_acquire);
-    uint32_t key;
-    if (atomic_load(&rt->stop)) break;
-    if (gen != seen) {
-      seen = gen;
-      orch_run(rt, gen);
-      idle_since = rt_now_ns();
-      iter = 0;
-      continue;
-    }
-    /* Back-to-back runs find this thread awake: a wake-up costs more than
-     * the run of a small program.  Bounded, then sleep. */
-    if (idle_since && ((++iter & 63) != 0 || rt_now_ns() - idle_since < rt->spin_ns)) {
-      rt_spin_pause(iter);
-      continue;
-    }
-    idle_since = 0;
-    key = rt_park_prepare(&rt->orch_park);
-    if (atomic_load(&rt->run_gen) != seen || atomic_load(&rt->stop)) {
-      rt_park_cancel(&rt->orch_park);
-      continue;
-    }
-    rt_park_wait(&rt->orch_park, key, 0);
-  }
-  return NULL;
 }

@@ -62,7 +62,8 @@ struct rt_task {
   _Atomic(rt_edge_t *) fanout;   /* consumers waiting on it; CLOSED when completed */
   _Atomic uint64_t consumed_id;  /* == id once CONSUMED */
   _Atomic int32_t fanin;         /* producers it still waits for (+bias while wiring) */
-  _Atomic int32_t pins;          /* 1 until completed + 1 until scope end + 1 per live consumer */
+  _Atomic int32_t pins;          /* 1 until completed + 1 until scope end + 1 per live consumer
+                                  * (taken at submit, or at completion for those that waited) */
   uint32_t ndeps;                /* its edges: pool positions [dep_end - ndeps, dep_end) */
   uint8_t ring;
   uint8_t has_heap;
@@ -163,6 +164,7 @@ struct pto_orch {
   rt_task_t **producers;   /* scratch: producers of the task being submitted */
   uint64_t producers_cap;
   uint64_t epoch;          /* submit counter, for producer de-duplication */
+  bool owed_wake;          /* a ready task was queued without waking a core (orch.h) */
   rt_tm_entry_t **buckets;
   uint32_t bucket_bits;
   pto_error_t err;         /* an error being built */
@@ -215,13 +217,19 @@ struct rt_runtime {
   rt_queue_t done;  /* tasks whose kernel ran, for the schedulers */
   struct pto_orch orch;
 
-  /* Threads: workers[0..ncores) are cores, then nsched schedulers. */
-  pthread_t orch_thread;
-  bool orch_started;
+  /* Threads: workers[0..ncores) are cores, then nsched schedulers.  The
+   * orchestration runs on rt_run's caller, which then helps with the run's
+   * tasks as `helper` until the run ends. */
   rt_worker_t *workers;
   uint32_t nworkers_started;
   _Atomic bool gate; /* the arena may be touched by the workers */
-  rt_park_t orch_park;  /* the orchestrator waiting for a run */
+  rt_worker_t helper;   /* rt_run's caller, while it waits for the run's end */
+  /* The last kernel seen to run shorter than RT_LONG_KERNEL_NS: the only
+   * one the orchestrator runs itself while it waits for room (sched_help). */
+  _Atomic(pto_kernel_fn) short_kernel;
+  /* The last kernel seen to run shorter than RT_TINY_KERNEL_NS: run by the
+   * orchestrator in submit() when ready then (sched_run_inline). */
+  _Atomic(pto_kernel_fn) tiny_kernel;
   rt_park_t retire_park; /* the orchestrator waiting for retirement (back-pressure) */
   rt_park_t sched_park; /* schedulers waiting for completions */
   rt_park_t core_park;  /* cores waiting for ready tasks */
@@ -244,6 +252,15 @@ struct rt_runtime {
    * finishing one run's bookkeeping can never end the next run. */
   _Atomic uint64_t orch_done_gen;
   _Atomic uint64_t done_gen;
+
+  /* The run_timeout watchdog (rt_watchdog), run by rt_run's caller while
+   * it waits and by scheduler 0, which sleeps at most wd_slice_ns: rt_run's
+   * caller may be inside a kernel for any length of time.  wd_lock guards
+   * the wd_ fields but the slice. */
+  pthread_mutex_t wd_lock;
+  uint64_t wd_gen; /* the run being watched; 0: none */
+  uint64_t wd_timeout_ns, wd_progress, wd_at;
+  _Atomic uint64_t wd_slice_ns;
 };
 
 /* ---- shared helpers (runtime.c) --------------------------------------- */
@@ -268,5 +285,9 @@ void rt_gate_open(rt_runtime_t *rt);
 /* Every ring empty and the orchestration over: signal the end of the run
  * (once). */
 void rt_check_done(rt_runtime_t *rt);
+
+/* Latch SCHEDULER_TIMEOUT if the watched run made no progress (nothing
+ * submitted, run or retired) for its run_timeout.  Any thread, any time. */
+void rt_watchdog(rt_runtime_t *rt);
 
 #endif

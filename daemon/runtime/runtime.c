@@ -89,14 +89,11 @@ static int rt_bad_option(pto_error_t *err, const char *key, const char *fmt, ...
 
 static void rt_stop_threads(rt_runtime_t *rt) {
   atomic_store(&rt->stop, true);
-  rt_park_wake_all(&rt->orch_park);
   rt_park_wake_all(&rt->retire_park);
   rt_park_wake_all(&rt->core_park);
   rt_park_wake_all(&rt->sched_park);
   rt_park_wake_all(&rt->idle_park);
-  if (rt->orch_started) pthread_join(rt->orch_thread, NULL);
   for (uint32_t i = 0; i < rt->nworkers_started; i++) pthread_join(rt->workers[i].thread, NULL);
-  rt->orch_started = false;
   rt->nworkers_started = 0;
 }
 
@@ -106,6 +103,7 @@ void rt_destroy(rt_runtime_t *rt) {
   arena_release(rt);
   progs_close(rt->programs);
   pthread_mutex_destroy(&rt->stats_lock);
+  pthread_mutex_destroy(&rt->wd_lock);
   free(rt->workers);
   free(rt->programs_dir);
   free(rt);
@@ -145,7 +143,10 @@ int rt_create(const rt_options_t *opts, rt_runtime_t **ret_rt, pto_error_t *err)
   rt->run_timeout_ns = rt->default_run_timeout_ns;
   rt->spin_ns = UINT64_C(1000) * (opts->spin_us ? opts->spin_us : RT_DEFAULT_SPIN_US);
   pthread_mutex_init(&rt->stats_lock, NULL);
-  rt_park_init(&rt->orch_park);
+  pthread_mutex_init(&rt->wd_lock, NULL);
+  atomic_init(&rt->wd_slice_ns, rt->default_run_timeout_ns / 4 < 1000000u
+                                    ? 1000000u
+                                    : rt->default_run_timeout_ns / 4);
   rt_park_init(&rt->retire_park);
   rt_park_init(&rt->sched_park);
   rt_park_init(&rt->core_park);
@@ -153,6 +154,9 @@ int rt_create(const rt_options_t *opts, rt_runtime_t **ret_rt, pto_error_t *err)
   rt_park_init(&rt->idle_park);
   atomic_init(&rt->active_sched, rt->nsched);
   rt->orch.rt = rt;
+  rt->helper.rt = rt;
+  rt->helper.core = true;
+  rt->helper.index = cores;
   rt->programs_dir = strdup(opts->programs_dir);
   rt->workers = calloc(rt->ncores + rt->nsched, sizeof *rt->workers);
   if (!rt->programs_dir || !rt->workers || progs_open(opts->programs_dir, &rt->programs) < 0) {
@@ -160,8 +164,7 @@ int rt_create(const rt_options_t *opts, rt_runtime_t **ret_rt, pto_error_t *err)
     return pto_error_set(err, PTO_E_INTERNAL, "Out of host memory creating the runtime.");
   }
 
-  rc = pthread_create(&rt->orch_thread, NULL, orch_thread_main, rt);
-  if (rc == 0) rt->orch_started = true;
+  rc = 0;
   for (uint32_t i = 0; rc == 0 && i < rt->ncores + rt->nsched; i++) {
     rt_worker_t *w = &rt->workers[i];
     w->rt = rt;
@@ -221,10 +224,10 @@ static uint64_t rt_progress(rt_runtime_t *rt) {
          atomic_load_explicit(&rt->rings[r].last_alive, memory_order_relaxed);
   for (uint32_t i = 0; i < rt->ncores; i++)
     p += atomic_load_explicit(&rt->workers[i].completed, memory_order_relaxed);
-  return p;
+  return p + atomic_load_explicit(&rt->helper.completed, memory_order_relaxed);
 }
 
-static void rt_timeout(rt_runtime_t *rt, uint64_t idle_ns) {
+static void rt_timeout(rt_runtime_t *rt, uint64_t idle_ns, uint64_t timeout_ns) {
   pto_error_t e;
   uint64_t live = 0;
   for (int r = 0; r < PTO_RING_COUNT; r++)
@@ -233,28 +236,47 @@ static void rt_timeout(rt_runtime_t *rt, uint64_t idle_ns) {
                 "The run made no progress for %" PRIu64 " ms (run_timeout %" PRIu64
                 " ms): no task was submitted, finished or retired while %" PRIu64
                 " task(s) were live; the run was stopped.",
-                idle_ns / 1000000u, rt->run_timeout_ns / 1000000u, live);
+                idle_ns / 1000000u, timeout_ns / 1000000u, live);
   e.requested = idle_ns / 1000000u;
-  e.capacity = rt->run_timeout_ns / 1000000u;
+  e.capacity = timeout_ns / 1000000u;
   snprintf(e.key, sizeof e.key, "run_timeout");
   snprintf(e.hint, sizeof e.hint,
            "raise run_timeout above %" PRIu64 " ms if a kernel legitimately runs that long, "
            "or find the kernel or orchestration that hangs",
-           rt->run_timeout_ns / 1000000u);
+           timeout_ns / 1000000u);
   rt_fail(rt, &e);
 }
 
-/* Wait for the end of run `gen`, watching for lack of progress. */
+void rt_watchdog(rt_runtime_t *rt) {
+  pthread_mutex_lock(&rt->wd_lock);
+  if (rt->wd_gen && !rt_failed(rt)) {
+    uint64_t now = rt_now_ns(), p = rt_progress(rt);
+    if (p != rt->wd_progress) {
+      rt->wd_progress = p;
+      rt->wd_at = now;
+    } else if (now - rt->wd_at >= rt->wd_timeout_ns) {
+      rt_timeout(rt, now - rt->wd_at, rt->wd_timeout_ns);
+    }
+  }
+  pthread_mutex_unlock(&rt->wd_lock);
+}
+
+/* Wait for the end of run `gen`, watching for lack of progress, and run
+ * the run's ready tasks meanwhile: a small run then needs no other thread
+ * (and pays no wake-up), a large one gets one more pair of hands. */
 static void rt_wait_done(rt_runtime_t *rt, uint64_t gen) {
-  uint64_t start = rt_now_ns(), last_at = start, last = rt_progress(rt);
-  uint64_t slice = rt->run_timeout_ns / 4;
-  bool timed_out = false;
+  uint64_t start = rt_now_ns(), slice = atomic_load(&rt->wd_slice_ns);
   uint32_t iter = 0;
 
-  if (slice < 1000000u) slice = 1000000u;
   while (atomic_load_explicit(&rt->done_gen, memory_order_acquire) != gen) {
-    uint64_t now = rt_now_ns();
+    uint64_t now;
     uint32_t key;
+    if (sched_help(rt, &rt->helper, false)) {
+      start = rt_now_ns();
+      iter = 0;
+      continue;
+    }
+    now = rt_now_ns();
     if (now - start < rt->spin_ns) {
       rt_spin_pause(++iter);
       continue;
@@ -264,17 +286,8 @@ static void rt_wait_done(rt_runtime_t *rt, uint64_t gen) {
       rt_park_cancel(&rt->done_park);
       break;
     }
-    rt_park_wait(&rt->done_park, key, timed_out ? 0 : slice);
-    if (timed_out) continue;
-    now = rt_now_ns();
-    uint64_t p = rt_progress(rt);
-    if (p != last) {
-      last = p;
-      last_at = now;
-    } else if (now - last_at >= rt->run_timeout_ns) {
-      rt_timeout(rt, now - last_at);
-      timed_out = true;
-    }
+    rt_park_wait(&rt->done_park, key, slice);
+    rt_watchdog(rt);
   }
 }
 
@@ -322,11 +335,27 @@ int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, u
 
   t0 = rt_now_ns();
   gen = atomic_fetch_add_explicit(&rt->run_gen, 1, memory_order_release) + 1;
-  rt_park_wake_all(&rt->orch_park);
-  /* Wake a core now, alongside the orchestrator, rather than after its
-   * first submit: the two wake-ups overlap instead of adding up. */
-  rt_park_notify(&rt->core_park);
+  {
+    uint64_t slice = rt->run_timeout_ns / 4, old;
+    if (slice < 1000000u) slice = 1000000u;
+    old = atomic_exchange(&rt->wd_slice_ns, slice);
+    /* Scheduler 0 may sleep with the longer slice: have it take this one
+     * (it reads the slice after announcing its sleep, so this is never
+     * lost). */
+    if (slice < old) rt_park_wake_all(&rt->sched_park);
+  }
+  pthread_mutex_lock(&rt->wd_lock);
+  rt->wd_gen = gen;
+  rt->wd_timeout_ns = rt->run_timeout_ns;
+  rt->wd_progress = rt_progress(rt);
+  rt->wd_at = t0;
+  pthread_mutex_unlock(&rt->wd_lock);
+  /* The orchestration runs here: no hand-off to start it. */
+  orch_run(rt, gen);
   rt_wait_done(rt, gen);
+  pthread_mutex_lock(&rt->wd_lock);
+  rt->wd_gen = 0;
+  pthread_mutex_unlock(&rt->wd_lock);
 
   if (ret_stats) {
     memset(ret_stats, 0, sizeof *ret_stats);

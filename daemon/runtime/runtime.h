@@ -1,10 +1,13 @@
 /* runtime.h — the ring runtime, as the daemon's device thread drives it.
  *
  * The runtime runs device programs (include/pto/program.h) on one device:
- * an orchestrator thread runs a program's orchestration, which submits
- * tasks; scheduler threads resolve dependencies and retire tasks; core
- * threads run the kernels.  All threads are created by rt_create and kept
- * until rt_destroy; between runs they sleep (an idle runtime uses no CPU).
+ * the thread that calls rt_run is the run's orchestrator: it runs the
+ * program's orchestration, which submits tasks, and then helps run them
+ * until the run is over; scheduler threads resolve dependencies and retire
+ * tasks; core threads run the kernels.  The scheduler and core threads are
+ * created by rt_create and kept until rt_destroy; between runs they sleep
+ * (an idle runtime uses no CPU).  A run of one short task wakes none of
+ * them: its caller does it all, with no hand-off to pay.
  * The semantics (four rings, scopes, the tensor map, errors) are those of
  * shared/design/RUNTIME.md; docs/runtime.md explains them to program
  * authors.

@@ -1,6 +1,8 @@
 /* scheduler.c — the worker threads and the completion / retirement path. */
 #include "scheduler.h"
 
+#include <stdio.h>
+
 #include "park.h"
 #include "queue.h"
 
@@ -55,10 +57,24 @@ void sched_release(rt_runtime_t *rt, rt_task_t *t) {
 }
 
 /* A core finished (or skipped) t's kernel. */
-static void sched_complete(rt_runtime_t *rt, rt_task_t *t) {
+/* What a completion does with the consumers it makes ready. */
+typedef enum {
+  SC_QUEUE,     /* queue them all and wake a core for them */
+  SC_KEEP,      /* hand the first back (*ret_next) for the caller to run next, queue the
+                   rest: a chain stays on one thread and off the queue */
+  SC_QUEUE_ONE, /* queue them all, but one alone wakes nobody (the caller takes it later) */
+} sc_mode_t;
+
+static void sched_complete(rt_runtime_t *rt, rt_task_t *t, sc_mode_t mode, rt_task_t **ret_next) {
   rt_ring_t *ring = &rt->rings[t->ring];
   rt_edge_t *e = atomic_exchange_explicit(&t->fanout, RT_FANOUT_CLOSED, memory_order_acq_rel);
-  bool woke = false;
+  uint32_t woke = 0;
+  int32_t waiting = 0;
+
+  /* Every consumer in the list pins t until it completes (orch_submit
+   * leaves that to here): count them before any of them can run. */
+  for (rt_edge_t *c = e; c; c = c->next) waiting++;
+  if (waiting) atomic_fetch_add_explicit(&t->pins, waiting, memory_order_relaxed);
 
   while (e) {
     /* The edge lives in the consumer's pool and is recycled once the
@@ -66,12 +82,16 @@ static void sched_complete(rt_runtime_t *rt, rt_task_t *t) {
     rt_edge_t *next = e->next;
     rt_task_t *c = e->consumer;
     if (atomic_fetch_sub_explicit(&c->fanin, 1, memory_order_acq_rel) == 1) {
-      rt_queue_push(&rt->ready, c);
-      woke = true;
+      if (mode == SC_KEEP && !*ret_next) {
+        *ret_next = c;
+      } else {
+        rt_queue_push(&rt->ready, c);
+        woke++;
+      }
     }
     e = next;
   }
-  if (woke) rt_park_notify(&rt->core_park);
+  if (woke > (mode == SC_QUEUE_ONE ? 1u : 0u)) rt_park_notify(&rt->core_park);
 
   if (t->ndeps) {
     uint64_t off = (t->dep_end - t->ndeps) % ring->dep_size;
@@ -83,20 +103,58 @@ static void sched_complete(rt_runtime_t *rt, rt_task_t *t) {
   sched_release(rt, t);
 }
 
-/* A kernel longer than this is worth a wake-up (a few system calls and a
- * cache-cold thread, 10-50 us on these virtual machines): queued work then
- * goes to another core, and completions to a scheduler. */
-#define RT_LONG_KERNEL_NS 20000u
+/* A kernel of RT_LONG_KERNEL_NS or more (scheduler.h) is worth a wake-up:
+ * queued work then goes to another core, and completions to a scheduler. */
+
+/* Set slot to kernel when it ran under `fast_ns`, clear it when it ran
+ * `slow_ns` or more; in between, leave it: a preempted run of a tiny
+ * kernel (a few microseconds on a virtual machine) must not send a chain
+ * of them to another thread for good. */
+static void note_kernel(_Atomic(pto_kernel_fn) *slot, pto_kernel_fn kernel, uint64_t ns,
+                        uint64_t fast_ns, uint64_t slow_ns) {
+  pto_kernel_fn known = atomic_load_explicit(slot, memory_order_relaxed);
+  /* Written only when it changes: every submit reads this line. */
+  if (ns < fast_ns) {
+    if (known != kernel) atomic_store_explicit(slot, kernel, memory_order_relaxed);
+  } else if (ns >= slow_ns && known == kernel) {
+    atomic_store_explicit(slot, NULL, memory_order_relaxed);
+  }
+}
+
+void sched_note_kernel(rt_runtime_t *rt, pto_kernel_fn kernel, uint64_t ns) {
+  note_kernel(&rt->short_kernel, kernel, ns, RT_LONG_KERNEL_NS, 4 * RT_LONG_KERNEL_NS);
+  note_kernel(&rt->tiny_kernel, kernel, ns, RT_TINY_KERNEL_NS, RT_LONG_KERNEL_NS);
+}
+
+static void worker_run_kernel(rt_worker_t *w, rt_task_t *t);
 
 static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
   rt_runtime_t *rt = w->rt;
   if (!w->core) {
-    sched_complete(rt, t);
+    sched_complete(rt, t, SC_QUEUE, NULL);
     atomic_store_explicit(&w->completed,
                           atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     return;
   }
+  while (t) {
+    rt_task_t *next = NULL;
+    worker_run_kernel(w, t);
+    /* With long kernels waiting, leave the bookkeeping to a scheduler and
+     * go back to them; otherwise doing it here is cheaper than any
+     * hand-off, and a consumer it makes ready runs here next. */
+    if (w->last_kernel_ns >= RT_LONG_KERNEL_NS && rt_queue_nonempty(&rt->ready)) {
+      rt_queue_push(&rt->done, t);
+      rt_park_notify(&rt->sched_park);
+      return;
+    }
+    sched_complete(rt, t, SC_KEEP, &next);
+    t = next;
+  }
+}
+
+static void worker_run_kernel(rt_worker_t *w, rt_task_t *t) {
+  rt_runtime_t *rt = w->rt;
   if (!rt_failed(rt)) {
     rt_ring_t *ring = &rt->rings[t->ring];
     /* Guess this kernel's length from this core's previous one. */
@@ -111,19 +169,63 @@ static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
     t0 = rt_now_ns();
     t->kernel(&ring->payloads[t->id & ring->mask].args);
     w->last_kernel_ns = rt_now_ns() - t0;
+    sched_note_kernel(rt, t->kernel, w->last_kernel_ns);
     if (long_kernel) rt_park_avail(&rt->core_park, +1);
   }
   atomic_store_explicit(&w->completed,
                         atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
                         memory_order_relaxed);
-  /* With long kernels waiting, leave the bookkeeping to a scheduler and go
-   * back to them; otherwise doing it here is cheaper than any hand-off. */
-  if (w->last_kernel_ns >= RT_LONG_KERNEL_NS && rt_queue_nonempty(&rt->ready)) {
-    rt_queue_push(&rt->done, t);
-    rt_park_notify(&rt->sched_park);
-  } else {
-    sched_complete(rt, t);
+}
+
+void sched_run_inline(rt_runtime_t *rt, rt_worker_t *h, rt_task_t *t) {
+  if (!rt_failed(rt)) {
+    rt_ring_t *ring = &rt->rings[t->ring];
+    uint64_t t0 = rt_now_ns();
+    t->kernel(&ring->payloads[t->id & ring->mask].args);
+    sched_note_kernel(rt, t->kernel, rt_now_ns() - t0);
   }
+  atomic_store_explicit(&h->completed,
+                        atomic_load_explicit(&h->completed, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  sched_complete(rt, t, SC_QUEUE_ONE, NULL);
+}
+
+bool sched_help(rt_runtime_t *rt, rt_worker_t *h, bool short_only) {
+  rt_task_t *t = rt_queue_pop(&rt->ready);
+  if (t) {
+    if (short_only && t->kernel != atomic_load_explicit(&rt->short_kernel, memory_order_relaxed) &&
+        !rt_failed(rt)) {
+      sched_make_ready(rt, t);
+      return false;
+    }
+    /* The orchestrator runs one task and goes back to submitting; rt_run's
+     * caller, done orchestrating, follows a chain as far as it goes. */
+    while (t) {
+      rt_task_t *next = NULL;
+      if (!rt_failed(rt)) {
+        rt_ring_t *ring = &rt->rings[t->ring];
+        uint64_t t0 = rt_now_ns();
+        t->kernel(&ring->payloads[t->id & ring->mask].args);
+        sched_note_kernel(rt, t->kernel, rt_now_ns() - t0);
+      }
+      atomic_store_explicit(&h->completed,
+                            atomic_load_explicit(&h->completed, memory_order_relaxed) + 1,
+                            memory_order_relaxed);
+      if (short_only) {
+        sched_complete(rt, t, SC_QUEUE_ONE, NULL);
+        break;
+      }
+      sched_complete(rt, t, SC_KEEP, &next);
+      t = next;
+    }
+    return true;
+  }
+  t = rt_queue_pop(&rt->done);
+  if (t) {
+    sched_complete(rt, t, short_only ? SC_QUEUE_ONE : SC_QUEUE, NULL);
+    return true;
+  }
+  return false;
 }
 
 static bool worker_takes_part(rt_worker_t *w) {
@@ -135,10 +237,15 @@ void *sched_worker_main(void *arg) {
   rt_runtime_t *rt = w->rt;
   rt_queue_t *q = w->core ? &rt->ready : &rt->done;
   rt_park_t *park = w->core ? &rt->core_park : &rt->sched_park;
-  bool spinning = false;
+  bool spinning = false, watchdog = !w->core && w->index == 0;
   uint64_t spin_start = 0;
   uint32_t iter = 0;
 
+  {
+    char name[16]; /* what top -H and perf show */
+    snprintf(name, sizeof name, "ptod-%s%u", w->core ? "core" : "sched", w->index);
+    pthread_setname_np(pthread_self(), name);
+  }
   atomic_store(&w->active, 1);
   rt_park_avail(park, +1);
   while (!atomic_load_explicit(&rt->stop, memory_order_relaxed)) {
@@ -192,8 +299,11 @@ void *sched_worker_main(void *arg) {
       continue;
     }
     atomic_store(&w->active, 0);
-    rt_park_wait(sleep_on, key, 0);
+    /* Scheduler 0 also watches for runs that make no progress, in case
+     * rt_run's caller is stuck in a kernel (rt_watchdog). */
+    rt_park_wait(sleep_on, key, watchdog ? atomic_load(&rt->wd_slice_ns) : 0);
     atomic_store(&w->active, 1);
+    if (watchdog) rt_watchdog(rt);
     rt_park_avail(park, +1);
   }
   rt_park_avail(park, -1);

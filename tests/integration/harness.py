@@ -56,6 +56,77 @@ CODES = {
 }
 
 
+def sanitizer():
+    """The build's PTOD_SANITIZE ("address,undefined", "thread" or "")."""
+    try:
+        with open(os.path.join(BINARY_DIR, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("PTOD_SANITIZE:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def rss_env():
+    """Extra daemon environment for tests that measure its RSS: under ASan
+    a small quarantine, so that freed memory is reused as it is in a plain
+    build instead of being held for 256 MiB."""
+    if "address" not in sanitizer():
+        return {}
+    options = os.environ.get("ASAN_OPTIONS", "")
+    return {"ASAN_OPTIONS": (options + ":" if options else "") + "quarantine_size_mb=16"}
+
+
+def vmrss_kib(pid):
+    """The resident set of process pid, in KiB (/proc/PID/status VmRSS)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+class RssSampler:
+    """Samples a process's VmRSS every `interval` seconds in a thread, from
+    start() to stop(); `peak` and `samples` (KiB) hold what it saw."""
+
+    def __init__(self, pid, interval=0.02):
+        self.pid = pid
+        self.interval = interval
+        self.samples = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                self.samples.append(vmrss_kib(self.pid))
+            except (OSError, AssertionError):
+                return
+            self.stopping.wait(self.interval)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+        self.samples.append(vmrss_kib(self.pid))
+        return self
+
+    @property
+    def peak(self):
+        return max(self.samples)
+
+
+def figures(test, **values):
+    """Print one line of figures for docs/reliability.md, from the test run
+    that produced them: `FIGURES <test>: key=value ...`."""
+    print("FIGURES %s: %s" % (test, " ".join("%s=%s" % kv for kv in values.items())), flush=True)
+
+
 class RpcError(Exception):
     """An error map returned by the daemon."""
 
@@ -230,6 +301,15 @@ class Daemon:
 
     def signal(self, sig):
         self.proc.send_signal(sig)
+
+    def reload(self, sections):
+        """Rewrite the config file, SIGHUP, and wait for the READY=1 that
+        follows the RELOADING=1."""
+        start = len(self.notify.snapshot())
+        self.rewrite_config(sections)
+        self.signal(signal.SIGHUP)
+        i = self.notify.wait_for("RELOADING=1", start=start)
+        self.notify.wait_for("READY=1", start=i + 1)
 
     def wait(self, timeout=60):
         return self.proc.wait(timeout)
