@@ -1,0 +1,273 @@
+#include "bench.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pto/client.h>
+
+#define DAEMON_READY_TIMEOUT_NS (UINT64_C(60) * 1000000000u)
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(1);
+}
+
+void bench_parse_args(int argc, char **argv, const char *what, bench_opts_t *ret) {
+  ret->reps = 5;
+  ret->smoke = false;
+  ret->only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--smoke") == 0) {
+      ret->smoke = true;
+    } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      ret->only = argv[++i];
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      char *end;
+      unsigned long v;
+      errno = 0;
+      v = strtoul(argv[++i], &end, 10);
+      if (errno || *end || v < 1 || v > 1000) {
+        fprintf(stderr, "%s: --reps takes a number from 1 to 1000, got '%s'.\n", argv[0], argv[i]);
+        exit(2);
+      }
+      ret->reps = (int)v;
+    } else {
+      fprintf(stderr,
+              "%s: %s\n"
+              "Usage: %s [--reps N] [--smoke] [--only WHAT]\n"
+              "  --reps N     repetitions of each measurement; figures are medians (default 5)\n"
+              "  --smoke      tiny counts, only to check that the benchmark runs\n"
+              "  --only WHAT  run one part only, for profiling (see the benchmark's source)\n",
+              argv[0], what, argv[0]);
+      exit(strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ? 0 : 2);
+    }
+  }
+  if (ret->smoke) ret->reps = 1;
+}
+
+uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_sleep_us(uint64_t us) {
+  struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, size_t n) {
+  if (n == 0) return 0;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double bench_percentile(double *v, size_t n, double p) {
+  size_t rank;
+  if (n == 0) return 0;
+  qsort(v, n, sizeof *v, cmp_double);
+  rank = (size_t)(p / 100.0 * (double)n + 0.999999);
+  if (rank < 1) rank = 1;
+  if (rank > n) rank = n;
+  return v[rank - 1];
+}
+
+double bench_min(const double *v, size_t n) {
+  double m = n ? v[0] : 0;
+  for (size_t i = 1; i < n; i++)
+    if (v[i] < m) m = v[i];
+  return m;
+}
+
+double bench_max(const double *v, size_t n) {
+  double m = n ? v[0] : 0;
+  for (size_t i = 1; i < n; i++)
+    if (v[i] > m) m = v[i];
+  return m;
+}
+
+void bench_header(const char *title) {
+  char line[512], model[256] = "unknown";
+  struct utsname u;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    while (fgets(line, sizeof line, f)) {
+      if (strncmp(line, "model name", 10) == 0) {
+        char *colon = strchr(line, ':');
+        if (colon) {
+          snprintf(model, sizeof model, "%s", colon + 2);
+          model[strcspn(model, "\n")] = '\0';
+        }
+        break;
+      }
+    }
+    fclose(f);
+  }
+  if (uname(&u) != 0) snprintf(u.release, sizeof u.release, "unknown");
+  printf("== %s\n", title);
+  printf("machine: %ld CPUs online, %s, Linux %s\n", sysconf(_SC_NPROCESSORS_ONLN), model,
+         u.release);
+  fflush(stdout);
+}
+
+void bench_figure(const char *key, double value, const char *unit, const char *note) {
+  printf("FIGURE %s %.6g %s | %s\n", key, value, unit, note ? note : "");
+  fflush(stdout);
+}
+
+/* ---- a daemon for the run ------------------------------------------------ */
+
+const char *bench_programs_dir(void) { return PTOD_BENCH_PROGRAMS_DIR; }
+
+static bool daemon_ready(const char *socket) {
+  pto_client_t *c;
+  pto_ping_t *ping;
+  pto_error_t err;
+  bool ready = false;
+  if (pto_client_connect(socket, 1000, &c, &err) < 0) return false;
+  if (pto_client_ping(c, 5000, &ping, &err) == 0) {
+    ready = strcmp(ping->state, "ready") == 0;
+    pto_result_free(ping);
+  }
+  pto_client_close(c);
+  return ready;
+}
+
+static void print_log(const char *path) {
+  char line[1024];
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  fprintf(stderr, "--- %s\n", path);
+  while (fgets(line, sizeof line, f)) fputs(line, stderr);
+  fclose(f);
+}
+
+void bench_daemon_start(bench_daemon_t *d, const char *config) {
+  char path[256];
+  FILE *f;
+  uint64_t t0;
+  int fd;
+
+  memset(d, 0, sizeof *d);
+  snprintf(d->dir, sizeof d->dir, "/tmp/ptod-bench-XXXXXX");
+  if (!mkdtemp(d->dir)) die("Failed to create a temporary directory: %s.", strerror(errno));
+  snprintf(d->socket, sizeof d->socket, "%s/ptod.sock", d->dir);
+  snprintf(d->log, sizeof d->log, "%s/ptod.log", d->dir);
+  snprintf(path, sizeof path, "%s/ptod.conf", d->dir);
+  f = fopen(path, "w");
+  if (!f) die("Failed to write '%s': %s.", path, strerror(errno));
+  /* Keys of one section may come in several blocks of it (inih merges). */
+  fprintf(f, "[daemon]\nsocket = %s\nlog_level = warning\n\n[device]\nprograms = %s\n\n%s\n",
+          d->socket, bench_programs_dir(), config ? config : "");
+  fclose(f);
+
+  d->pid = fork();
+  if (d->pid < 0) die("fork failed: %s.", strerror(errno));
+  if (d->pid == 0) {
+    fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 2);
+      dup2(fd, 1);
+    }
+    execl(PTOD_BENCH_PTOD, "ptod", "--config", path, (char *)NULL);
+    fprintf(stderr, "Failed to run '%s': %s.\n", PTOD_BENCH_PTOD, strerror(errno));
+    _exit(127);
+  }
+  t0 = bench_now_ns();
+  while (!daemon_ready(d->socket)) {
+    int status;
+    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+      print_log(d->log);
+      die("ptod exited before it was ready (status %d); its log is above.", status);
+    }
+    if (bench_now_ns() - t0 > DAEMON_READY_TIMEOUT_NS) {
+      print_log(d->log);
+      kill(d->pid, SIGKILL);
+      die("ptod was not ready within 60 s; its log is above.");
+    }
+    bench_sleep_us(2000);
+  }
+}
+
+void bench_daemon_stop(bench_daemon_t *d) {
+  char path[256];
+  int status = 0;
+  if (d->pid <= 0) return;
+  kill(d->pid, SIGTERM);
+  while (waitpid(d->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    print_log(d->log);
+    fprintf(stderr, "ptod did not exit cleanly (status %d); its log is above.\n", status);
+  }
+  d->pid = 0;
+  unlink(d->log);
+  snprintf(path, sizeof path, "%s/ptod.conf", d->dir);
+  unlink(path);
+  unlink(d->socket);
+  rmdir(d->dir);
+}
+
+/* ---- processes ------------------------------------------------------------ */
+
+long bench_rss_kib(pid_t pid) {
+  char path[64], line[256];
+  long kib = -1;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  f = fopen(path, "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0) {
+      char *end;
+      kib = strtol(line + 6, &end, 10);
+      break;
+    }
+  fclose(f);
+  return kib;
+}
+
+uint64_t bench_cpu_ns(pid_t pid) {
+  char path[128];
+  uint64_t total = 0;
+  struct dirent *e;
+  DIR *dir;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  dir = opendir(path);
+  if (!dir) return 0;
+  while ((e = readdir(dir))) {
+    char file[300];
+    unsigned long long run = 0;
+    FILE *f;
+    if (e->d_name[0] == '.') continue;
+    snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
+    f = fopen(file, "r");
+    if (!f) continue;
+    if (fscanf(f, "%llu", &run) == 1) total += run;
+    fclose(f);
+  }
+  closedir(dir);
+  return total;
+}

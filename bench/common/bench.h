@@ -1,0 +1,85 @@
+/* bench.h — what every benchmark under bench/ shares.
+ *
+ * A benchmark is a program that prints its figures.  Each figure is one
+ * line that scripts/bench collects:
+ *
+ *   FIGURE <key> <value> <unit> | <baseline or target, in words>
+ *
+ * Every value is a median over several repetitions, and where a figure is
+ * compared with a baseline, the baseline is measured in the same run (the
+ * machines are shared and noisy: only same-run ratios mean anything).
+ *
+ * The helpers here: a clock, statistics over samples, the machine's
+ * description, a ptod started for the run on a socket of its own, and
+ * readers for a process's memory and CPU time.  Nothing here asserts on
+ * time.  Helpers that fail print why and exit(1): a benchmark that cannot
+ * set itself up has nothing to measure.
+ */
+#ifndef PTOD_BENCH_H
+#define PTOD_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct bench_opts {
+  int reps;         /* repetitions of each measurement (--reps N; default 5) */
+  bool smoke;       /* --smoke: tiny counts, only to prove the program works */
+  const char *only; /* --only WHAT: one part of the benchmark (for profiling); NULL: all */
+} bench_opts_t;
+
+/* Parse --reps N, --smoke and --only WHAT; anything else prints usage and
+ * exits 2.
+ * `what` is the one-line description printed by --help. */
+void bench_parse_args(int argc, char **argv, const char *what, bench_opts_t *ret);
+
+/* CLOCK_MONOTONIC, in ns. */
+uint64_t bench_now_ns(void);
+void bench_sleep_us(uint64_t us);
+
+/* Statistics over n samples; each sorts v in place. */
+double bench_median(double *v, size_t n);
+/* p in [0, 100]: the nearest-rank percentile. */
+double bench_percentile(double *v, size_t n, double p);
+double bench_min(const double *v, size_t n);
+double bench_max(const double *v, size_t n);
+
+/* Print the benchmark's title and the machine: CPUs, CPU model, kernel. */
+void bench_header(const char *title);
+
+/* One figure line (see above).  `note` says what the value is compared with
+ * and the target; may be NULL. */
+void bench_figure(const char *key, double value, const char *unit, const char *note);
+
+/* ---- a daemon for the run ------------------------------------------------ */
+
+typedef struct bench_daemon {
+  pid_t pid;
+  char dir[128];     /* a private temporary directory: config, socket, log */
+  char socket[192];
+  char log[192];
+} bench_daemon_t;
+
+/* Start the ptod of this build tree on a socket in a new temporary
+ * directory, with `config` (INI text: sections and keys; [daemon] socket
+ * and log_level and [device] programs are added unless present) and wait
+ * until it answers ping with state "ready".  The daemon's stderr goes to
+ * d->log. */
+void bench_daemon_start(bench_daemon_t *d, const char *config);
+/* SIGTERM, wait, remove the directory; prints the log if it did not exit 0. */
+void bench_daemon_stop(bench_daemon_t *d);
+
+/* The programs directory the benchmarks' daemons use (noop and the bench
+ * programs). */
+const char *bench_programs_dir(void);
+
+/* ---- processes ------------------------------------------------------------ */
+
+/* Resident set size of a process in KiB (VmRSS), or -1. */
+long bench_rss_kib(pid_t pid);
+/* CPU time used so far by every thread of a process, in ns (schedstat:
+ * ns resolution), or 0 when it cannot be read. */
+uint64_t bench_cpu_ns(pid_t pid);
+
+#endif
