@@ -11,9 +11,6 @@
 #include "config.h"
 #include "ptod_run.h"
 
-/* sysexits.h's EX_CONFIG: systemd reads it as "configuration error". */
-#define EXIT_CONFIG 78
-
 static void print_version(void) {
   printf("ptod %s (protocol %d, program ABI %u)\n", PTO_VERSION, PTO_PROTOCOL_VERSION,
          PTO_PROGRAM_ABI_VERSION);
@@ -53,7 +50,7 @@ static int check_config(const char *path) {
     print_error(&err);
     bad = 1;
   }
-  if (bad) return EXIT_CONFIG;
+  if (bad) return PTOD_EXIT_CONFIG;
   cfg_print(&cfg, &env, path, stdout);
   return fflush(stdout) == 0 ? 0 : 74; /* EX_IOERR */
 }

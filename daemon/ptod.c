@@ -22,7 +22,6 @@
 #include "notify.h"
 #include "service.h"
 
-#define EXIT_CONFIG 78
 #define DRAIN_POLL_MS 10
 
 typedef struct life {
@@ -311,7 +310,7 @@ int ptod_run(const char *config_path) {
     log_err("%s", err.message);
     notify_sendf("STATUS=Invalid configuration\nERRNO=22");
     free(life);
-    return EXIT_CONFIG;
+    return PTOD_EXIT_CONFIG;
   }
   log_set_level(d->cfg.daemon.log_level);
   log_info("ptod %s starting on device %u (%s), config %s.", PTO_VERSION, d->cfg.device.id,
@@ -322,7 +321,7 @@ int ptod_run(const char *config_path) {
   rc = start_device(life, &err);
   if (rc < 0) {
     log_err("Failed to start device %u: %s", d->cfg.device.id, err.message);
-    exit_code = rc == -PTO_E_INVALID_CONFIG ? EXIT_CONFIG : 1;
+    exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
     goto out_device;
   }
   uv_loop_init(&life->loop);
@@ -338,7 +337,7 @@ int ptod_run(const char *config_path) {
   if (rc < 0) {
     log_err("Failed to prewarm the arena: %s", err.message);
     notify_sendf("STATUS=Prewarm failed: %s", err.message);
-    exit_code = rc == -PTO_E_INVALID_CONFIG || rc == -PTO_E_OUT_OF_MEMORY ? EXIT_CONFIG : 1;
+    exit_code = rc == -PTO_E_INVALID_CONFIG || rc == -PTO_E_OUT_OF_MEMORY ? PTOD_EXIT_CONFIG : 1;
     goto out_dsp;
   }
 

@@ -2,6 +2,9 @@
 #ifndef PTOD_PTOD_RUN_H
 #define PTOD_PTOD_RUN_H
 
+/* sysexits.h's EX_CONFIG: systemd reads it as "configuration error". */
+#define PTOD_EXIT_CONFIG 78
+
 /* Load config_path (NULL: built-in defaults), start the device, prewarm,
  * serve, and return the process exit status: 0 after a clean drain, 78
  * (EX_CONFIG) for an invalid configuration, 1 for other start-up
