@@ -474,5 +474,7 @@ int main(int argc, char **argv) {
     }
   }
   bench_daemon_stop(&d);
+  for (int m = 0; m < 3; m++)
+    for (int k = 0; k < 3; k++) free(rates[m][k]);
   return 0;
 }

@@ -20,8 +20,8 @@
 #define WRITE_CHUNK ((size_t)1 << 30) /* bytes per uv_buf_t of a response */
 #define LISTEN_BACKLOG 128
 #define MAX_PEER_GROUPS 256
-/* Messages up to this size are held while corked (copied together); a
- * larger one flushes what is held and goes out on its own. */
+/* Messages up to this size are held while corked (copied together after
+ * the first); a larger one flushes what is held and goes out on its own. */
 #define CORK_MAX_MESSAGE (64 * 1024)
 #define HUGE_PAGE ((size_t)2 << 20)
 
@@ -402,7 +402,7 @@ static bool peer_still_reads(srv_conn_t *conn) {
 }
 
 static void conn_close_when_written(srv_conn_t *conn) {
-  if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) == 0 && conn->cork_len == 0)
+  if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) == 0 && !conn->cork)
     srv_conn_close(conn);
   else
     conn->close_after_write = true;
@@ -505,10 +505,16 @@ static void conn_on_written(uv_write_t *req, int status) {
 
 static void conn_send_now(srv_conn_t *conn, char *data, size_t len);
 
-/* Hold a copy of data while corked; false when out of memory. */
-static bool conn_cork_append(srv_conn_t *conn, const char *data, size_t len) {
+/* Hold data while corked, taking it over: the first message is kept as it
+ * is (a lone response is written from its own buffer, uncopied), the ones
+ * after it are appended to it.  False when out of memory (data is then
+ * still the caller's). */
+static bool conn_cork_add(srv_conn_t *conn, char *data, size_t len) {
   srv_t *srv = conn->srv;
-  if (conn->cork_cap - conn->cork_len < len) {
+  if (!conn->cork) {
+    conn->cork = data;
+    conn->cork_len = conn->cork_cap = len;
+  } else if (conn->cork_cap - conn->cork_len < len) {
     size_t cap = conn->cork_cap ? conn->cork_cap : 4096;
     char *grown;
     while (cap - conn->cork_len < len) cap *= 2;
@@ -517,8 +523,11 @@ static bool conn_cork_append(srv_conn_t *conn, const char *data, size_t len) {
     conn->cork = grown;
     conn->cork_cap = cap;
   }
-  memcpy(conn->cork + conn->cork_len, data, len);
-  conn->cork_len += len;
+  if (conn->cork != data) {
+    memcpy(conn->cork + conn->cork_len, data, len);
+    conn->cork_len += len;
+    free(data);
+  }
   if (!conn->cork_listed) {
     conn->cork_listed = true;
     conn->cork_next = srv->cork_list;
@@ -531,7 +540,7 @@ static bool conn_cork_append(srv_conn_t *conn, const char *data, size_t len) {
 static void conn_cork_flush(srv_conn_t *conn) {
   char *data = conn->cork;
   size_t len = conn->cork_len;
-  if (!len) return;
+  if (!data) return;
   conn->cork = NULL;
   conn->cork_len = conn->cork_cap = 0;
   conn_send_now(conn, data, len);
@@ -555,11 +564,8 @@ void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
     free(data);
     return;
   }
-  if (conn->srv->cork_depth > 0 && len <= CORK_MAX_MESSAGE &&
-      conn_cork_append(conn, data, len)) {
-    free(data);
+  if (conn->srv->cork_depth > 0 && len <= CORK_MAX_MESSAGE && conn_cork_add(conn, data, len))
     return;
-  }
   conn_cork_flush(conn); /* what is held goes first */
   if (conn->closing) {
     free(data);
