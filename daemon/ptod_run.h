@@ -2,6 +2,8 @@
 #ifndef PTOD_PTOD_RUN_H
 #define PTOD_PTOD_RUN_H
 
+#include <stdbool.h>
+
 /* sysexits.h's EX_CONFIG: systemd reads it as "configuration error". */
 #define PTOD_EXIT_CONFIG 78
 
@@ -10,5 +12,9 @@
  * (EX_CONFIG) for an invalid configuration, 1 for other start-up
  * failures. */
 int ptod_run(const char *config_path);
+
+/* Whether a reload knows how to apply the live key [section] name (every
+ * key the config table marks live must be known: a test checks). */
+bool ptod_live_key_applied(const char *section, const char *name);
 
 #endif
