@@ -241,18 +241,11 @@ void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
   conn->out_tail = c;
   conn->out_bytes += len;
   srv->output += len;
-  /* Whatever produced the answer: a client that does not read its answers
-   * cannot make the daemon hold more than output_limit for it. */
-  if (conn->out_bytes > srv->opts.output_limit + SRV_HUGE_BUFFER && conn->out_bytes > len) {
-    log_client(LOG_WARNING,
-               "Client %llu has %llu bytes of answers it does not read (output_limit %llu); "
-               "disconnecting it.",
-               (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
-               (unsigned long long)srv->opts.output_limit);
-    srv_conn_close(conn);
-    return;
-  }
-  if (srv->cork_depth > 0) {
+  /* Held for a batch while corked, as long as the batch stays within
+   * output_limit; past it, written now, and what the socket does not take
+   * must fit output_limit: whatever produced the answers, a client that
+   * does not read them cannot make the daemon hold more than that. */
+  if (srv->cork_depth > 0 && conn->out_bytes <= srv->opts.output_limit) {
     if (!conn->flush_listed) {
       conn->flush_listed = true;
       conn->flush_next = srv->flush_list;
@@ -260,6 +253,15 @@ void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
     }
   } else {
     conn_flush(conn);
+    if (!conn->closing && conn->out_bytes > srv->opts.output_limit) {
+      log_client(LOG_WARNING,
+                 "Client %llu has %llu bytes of answers it does not read (output_limit %llu); "
+                 "disconnecting it.",
+                 (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
+                 (unsigned long long)srv->opts.output_limit);
+      srv_conn_close(conn);
+      return;
+    }
   }
   srv_check_output(srv);
 }

@@ -337,6 +337,38 @@ class Socket(harness.DaemonTest):
         self.assertEqual(d.wait(), 1)
         self.assertIn("belongs to uid 65534", d.read_log())
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to hand a directory to another user")
+    def test_ancestor_of_another_user_is_refused(self):
+        """Not only the parent: a directory further up that another user
+        owns lets them rename our directory away and put theirs in place."""
+        theirs = os.path.join(self.tmpdir(), "theirs")
+        os.mkdir(theirs, 0o755)
+        ours = os.path.join(theirs, "ours")
+        os.mkdir(ours, 0o750)
+        os.chown(theirs, 65534, 65534)
+        d = self.daemon(socket_path=os.path.join(ours, "ptod.sock"), ready=False)
+        d.expected_exit = 1
+        self.assertEqual(d.wait(), 1)
+        self.assertIn("Directory '%s' on the way to the socket belongs to uid 65534" % theirs,
+                      d.read_log())
+        self.assertNotIn("Prewarming", d.read_log())
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to hand a link to another user")
+    def test_link_of_another_user_is_refused(self):
+        base = self.tmpdir()
+        real = os.path.join(base, "real")
+        os.mkdir(real, 0o750)
+        link = os.path.join(base, "link")
+        os.symlink(real, link)
+        os.lchown(link, 65534, 65534)
+        d = self.daemon(socket_path=os.path.join(link, "ptod.sock"), ready=False)
+        d.expected_exit = 1
+        self.assertEqual(d.wait(), 1)
+        self.assertIn("is a symbolic link of uid 65534", d.read_log())
+        os.lchown(link, 0, 0)  # one of ours leads to a directory of ours: fine
+        d = self.daemon(socket_path=os.path.join(link, "ptod.sock"))
+        self.assertEqual(d.call("ping")["state"], "ready")
+
     def test_stale_socket_is_replaced(self):
         path = os.path.join(self.tmpdir(), "stale.sock")
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -355,6 +387,8 @@ class Socket(harness.DaemonTest):
         second.expected_exit = 1
         self.assertNotEqual(second.wait(), 0)
         self.assertIn("Another daemon is already serving on '%s'" % first.socket, second.read_log())
+        # It noticed before building an arena, not after.
+        self.assertNotIn("Prewarming", second.read_log())
         self.assertEqual(first.call("ping")["state"], "ready")
         self.assertTrue(os.path.exists(first.socket))
 
