@@ -298,8 +298,7 @@ static void on_watchdog(uv_timer_t *t) {
 
 /* ---- start-up -------------------------------------------------------------- */
 
-static int start_device(life_t *life, pto_error_t *err) {
-  ptod_t *d = &life->d;
+int ptod_open_device(ptod_t *d, pto_error_t *err) {
   dev_options_t dopts = {.cores = d->cfg.device.cores};
   rt_options_t ropts = {0};
   int rc;
@@ -348,7 +347,7 @@ static int prewarm(life_t *life, pto_error_t *err) {
   return 0;
 }
 
-static void stop_device(ptod_t *d) {
+void ptod_close_device(ptod_t *d) {
   staging_release(&d->staging);
   rt_destroy(d->rt);
   buf_table_free(d->buffers);
@@ -390,7 +389,7 @@ int ptod_run(const char *config_path) {
   signal(SIGPIPE, SIG_IGN);
 
   /* 2. device and runtime. */
-  rc = start_device(life, &err);
+  rc = ptod_open_device(d, &err);
   if (rc < 0) {
     log_err("Failed to start device %u: %s", d->cfg.device.id, err.message);
     exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
@@ -472,7 +471,7 @@ out_loop:
   if (uv_loop_close(&life->loop) != 0) log_warning("The event loop still had handles at exit.");
 out_device:
   req_queue_free(d->requests);
-  stop_device(d);
+  ptod_close_device(d);
   pthread_mutex_destroy(&d->lock);
   prewarm_record_destroy(&d->prewarm);
   free(life);
