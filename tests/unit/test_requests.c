@@ -21,6 +21,7 @@
 #include "ptod.h"
 #include "ptod_run.h"
 #include "request.h"
+#include "server_options.h"
 
 #define MAX_ANSWERS 256
 
@@ -69,18 +70,7 @@ static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
   snprintf(dir, sizeof(dir), "/tmp/ptod-req-test-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(path, sizeof(path), "%s/s.sock", dir);
-  memset(&so, 0, sizeof(so));
-  so.socket_path = path;
-  so.socket_mode = 0600;
-  so.socket_gid = (gid_t)-1;
-  so.max_clients = 16;
-  so.max_message = 1 << 20;
-  so.max_objects = 1 << 16;
-  so.max_pending = 1024;
-  so.input_limit = 64u << 20;
-  so.clients_memory = 1u << 30;
-  so.client_timeout_ms = 10000;
-  so.output_limit = 1u << 20;
+  so = test_server_options(path);
   h = req_handlers(d);
   ck_assert_int_eq(srv_create(&loop, &so, &h, &d->srv, &err), 0);
   ck_assert_int_eq(srv_listen(d->srv, &err), 0);

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "server.h"
+#include "server_options.h"
 
 #define MAX_HELD 64
 
@@ -66,22 +67,7 @@ static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *m
   srv_conn_send(conn, bye, 3);
 }
 
-static srv_options_t options(void) {
-  srv_options_t o;
-  memset(&o, 0, sizeof(o));
-  o.socket_path = fx.path;
-  o.socket_mode = 0600;
-  o.socket_gid = (gid_t)-1;
-  o.max_clients = 16;
-  o.max_message = 1 << 20;
-  o.max_objects = 1 << 16;
-  o.max_pending = 64;
-  o.input_limit = 64u << 20;
-  o.clients_memory = 1u << 30;
-  o.client_timeout_ms = 10000;
-  o.output_limit = 1u << 20;
-  return o;
-}
+static srv_options_t options(void) { return test_server_options(fx.path); }
 
 static void start(const srv_options_t *o) {
   srv_handlers_t h = {on_message, on_close, on_fatal, &fx};
