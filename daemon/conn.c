@@ -125,7 +125,9 @@ void conn_update(srv_conn_t *conn) {
   uint64_t at, now;
   if (conn->closing) return;
   reading = wants_read(conn);
-  events = (reading ? UV_READABLE : 0) | (conn->out_head ? UV_WRITABLE : 0);
+  /* Writable only once the socket refused bytes: answers held for a
+   * corked batch are written at uncork without a poll. */
+  events = (reading ? UV_READABLE : 0) | (conn->write_blocked ? UV_WRITABLE : 0);
   if (events != conn->events) {
     if (events)
       uv_poll_start(&conn->poll, events, conn_on_poll);
@@ -184,6 +186,7 @@ static void conn_on_timer(uv_timer_t *timer) {
 static void conn_finish_if_done(srv_conn_t *conn);
 
 void conn_flush(srv_conn_t *conn) {
+  conn->write_blocked = false;
   while (conn->out_head && !conn->closing) {
     struct iovec iov[WRITE_IOVECS];
     int n = 0;
@@ -195,7 +198,10 @@ void conn_flush(srv_conn_t *conn) {
     wrote = writev(conn->fd, iov, n);
     if (wrote < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        conn->write_blocked = true;
+        break;
+      }
       log_debug("Client %llu: write failed: %s.", (unsigned long long)conn->id, strerror(errno));
       srv_conn_close(conn);
       return;

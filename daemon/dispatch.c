@@ -22,6 +22,21 @@ typedef struct job_list {
   uint32_t count;
 } job_list_t;
 
+/* One client's jobs, in its order; in the ready ring while it has some. */
+struct dsp_flow {
+  job_list_t jobs;
+  dsp_flow_t *rr_next;
+  bool in_ring;
+  bool released; /* its owner let go: freed once its last job is taken */
+};
+
+/* The admitted jobs: a ring of flows, each taken from once in turn. */
+typedef struct job_queue {
+  dsp_flow_t *head, *tail;
+  uint32_t count; /* jobs in all flows */
+  dsp_flow_t internal; /* jobs submitted without a flow */
+} job_queue_t;
+
 struct dsp {
   uv_loop_t *loop;
   uv_async_t done_async;
@@ -30,7 +45,7 @@ struct dsp {
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t wake;
-  job_list_t queued;  /* admitted, not started */
+  job_queue_t queued; /* admitted, not started */
   job_list_t done;    /* finished, completion not yet run on the loop */
   uint32_t capacity;
   bool running;
@@ -77,6 +92,47 @@ static dsp_job_t *list_pop(job_list_t *list) {
   list->head = job->next;
   if (!list->head) list->tail = NULL;
   list->count--;
+  return job;
+}
+
+/* Admit a job to its flow's end; the flow joins the ring if it was not in
+ * it (under the lock). */
+static void queue_push(job_queue_t *q, dsp_job_t *job) {
+  dsp_flow_t *f = job->flow ? job->flow : &q->internal;
+  list_push(&f->jobs, job);
+  q->count++;
+  if (f->in_ring) return;
+  f->in_ring = true;
+  f->rr_next = NULL;
+  if (q->tail)
+    q->tail->rr_next = f;
+  else
+    q->head = f;
+  q->tail = f;
+}
+
+/* The next job in turn: the first of the flow at the ring's head, which
+ * then goes to the back (under the lock).  NULL when none is queued. */
+static dsp_job_t *queue_pop(job_queue_t *q) {
+  dsp_flow_t *f = q->head;
+  dsp_job_t *job;
+  if (!f) return NULL;
+  job = list_pop(&f->jobs);
+  q->count--;
+  q->head = f->rr_next;
+  if (!q->head) q->tail = NULL;
+  f->rr_next = NULL;
+  f->in_ring = false;
+  if (f->jobs.count > 0) {
+    f->in_ring = true;
+    if (q->tail)
+      q->tail->rr_next = f;
+    else
+      q->head = f;
+    q->tail = f;
+  } else if (f->released) {
+    free(f);
+  }
   return job;
 }
 
@@ -138,13 +194,13 @@ static void *device_thread(void *arg) {
   pthread_mutex_lock(&dsp->lock);
   for (;;) {
     dsp_job_t *job;
-    if (!dsp->queued.head && !dsp->stopping) {
+    if (!dsp->queued.count && !dsp->stopping) {
       pthread_mutex_unlock(&dsp->lock);
       spin_for_job(dsp);
       pthread_mutex_lock(&dsp->lock);
     }
-    while (!dsp->queued.head && !dsp->stopping) pthread_cond_wait(&dsp->wake, &dsp->lock);
-    job = list_pop(&dsp->queued);
+    while (!dsp->queued.count && !dsp->stopping) pthread_cond_wait(&dsp->wake, &dsp->lock);
+    job = queue_pop(&dsp->queued);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     if (!job) break; /* stopping, and nothing left */
     dsp->running = true;
@@ -266,7 +322,7 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     rc = -PTO_E_BUSY;
   else {
     job->admitted_ns = dsp_now_ns();
-    list_push(&dsp->queued, job);
+    queue_push(&dsp->queued, job);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     pthread_cond_signal(&dsp->wake);
   }
@@ -281,6 +337,23 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
 int dsp_submit(dsp_t *dsp, dsp_job_t *job) { return admit(dsp, job, false); }
 
 int dsp_submit_internal(dsp_t *dsp, dsp_job_t *job) { return admit(dsp, job, true); }
+
+dsp_flow_t *dsp_flow_create(dsp_t *dsp) {
+  (void)dsp;
+  return calloc(1, sizeof(dsp_flow_t));
+}
+
+void dsp_flow_release(dsp_t *dsp, dsp_flow_t *flow) {
+  if (!flow) return;
+  if (!dsp) { /* after dsp_destroy: no job is left to take */
+    free(flow);
+    return;
+  }
+  pthread_mutex_lock(&dsp->lock);
+  flow->released = true;
+  if (!flow->in_ring) free(flow);
+  pthread_mutex_unlock(&dsp->lock);
+}
 
 void dsp_get_stats(dsp_t *dsp, dsp_stats_t *ret_stats) {
   pthread_mutex_lock(&dsp->lock);
@@ -298,10 +371,9 @@ void dsp_set_capacity(dsp_t *dsp, uint32_t capacity) {
 
 /* Queued jobs are answered SHUTTING_DOWN through the usual completion path. */
 static void cancel_queued(dsp_t *dsp) {
-  dsp_job_t *job = list_take_all(&dsp->queued), *next;
+  dsp_job_t *job;
   atomic_store(&dsp->nqueued, 0);
-  for (; job; job = next) {
-    next = job->next;
+  while ((job = queue_pop(&dsp->queued)) != NULL) {
     job->outcome = DSP_SHUTDOWN;
     list_push(&dsp->done, job);
   }
@@ -319,7 +391,7 @@ void dsp_drain(dsp_t *dsp) {
 bool dsp_idle(dsp_t *dsp) {
   bool idle;
   pthread_mutex_lock(&dsp->lock);
-  idle = !dsp->queued.head && !dsp->running && !dsp->done.head;
+  idle = !dsp->queued.count && !dsp->running && !dsp->done.head;
   pthread_mutex_unlock(&dsp->lock);
   return idle;
 }

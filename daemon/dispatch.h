@@ -1,10 +1,13 @@
 /* dispatch.h — the admission queue and the device thread.
  *
  * Work that touches the device (dispatches, buffer memory, arena builds)
- * runs on one device thread, in admission order.  The loop admits a job
- * into a bounded queue (full -> BUSY), the device thread runs it, and the
- * job's completion runs back on the loop (uv_async).  The loop never waits
- * on a run; the device thread never touches a socket.
+ * runs on one device thread.  The loop admits a job into its flow (one per
+ * client connection: dsp_flow_create), the device thread takes the flows'
+ * jobs round-robin, one from each flow in turn and each flow's in its
+ * order, and the job's completion runs back on the loop (uv_async).  So a
+ * client that pipelines hundreds of jobs delays another client's next job
+ * by one job per busy flow, not by its whole pipeline.  The loop never
+ * waits on a run; the device thread never touches a socket.
  *
  * Before running a job the device thread drops it if its client is gone
  * (the job is completed with DSP_CANCELLED and never run) or if its
@@ -37,12 +40,14 @@ typedef enum dsp_outcome {
 } dsp_outcome_t;
 
 typedef struct dsp_job dsp_job_t;
+typedef struct dsp_flow dsp_flow_t;
 struct dsp_job {
   /* Set by the submitter: */
   void (*run)(dsp_job_t *job);      /* device thread */
   void (*complete)(dsp_job_t *job); /* loop thread; the job may be freed here */
   atomic_bool *gone;                /* client gone flag, or NULL for internal jobs */
   uint64_t deadline_ns;             /* CLOCK_MONOTONIC; 0: none */
+  dsp_flow_t *flow;                 /* its client's flow; NULL: the internal one */
   /* Set by the dispatcher: */
   dsp_outcome_t outcome;
   uint64_t admitted_ns;
@@ -53,8 +58,8 @@ struct dsp_job {
 
 typedef struct dsp dsp_t;
 
-/* Start the device thread.  `capacity` bounds the jobs waiting (not the
- * running one). */
+/* Start the device thread.  `capacity` bounds the jobs waiting, all flows
+ * together (not the running one); UINT32_MAX: no bound. */
 int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp);
 
 /* Admit a job.  Returns 0, -PTO_E_BUSY when the queue is full, or
@@ -65,6 +70,14 @@ int dsp_submit(dsp_t *dsp, dsp_job_t *job);
 /* Admit an internal job (prewarm after a reload) even when the queue is
  * full; still refused while draining. */
 int dsp_submit_internal(dsp_t *dsp, dsp_job_t *job);
+
+/* A flow of jobs for one client; NULL when out of memory.  The owner
+ * releases it when the client is gone: it is freed once its queued jobs
+ * have been taken (they still complete, with DSP_CANCELLED where their
+ * gone flag says so).  dsp NULL: the dispatcher was destroyed, and the
+ * flow is freed at once.  Loop thread. */
+dsp_flow_t *dsp_flow_create(dsp_t *dsp);
+void dsp_flow_release(dsp_t *dsp, dsp_flow_t *flow);
 
 typedef struct dsp_stats {
   uint32_t depth;    /* jobs waiting */

@@ -77,7 +77,7 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
   proto_arena_t *a = &s.arena;
   rt_cache_stats_t cs;
   buf_memory_t m;
-  req_queue_stats_t q;
+  dsp_stats_t q;
   srv_memory_t cm;
   uint64_t errors[sizeof(d->error_counts) / sizeof(d->error_counts[0])];
   uint64_t buckets[LATENCY_BUCKETS], count;
@@ -87,7 +87,7 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
   prewarm_arena_snapshot(&d->prewarm, d->rt, a);
   rt_cache_stats(d->rt, &cs);
   buf_memory(d->buffers, &m);
-  req_queue_stats(d->requests, &q);
+  dsp_get_stats(d->dsp, &q);
   srv_memory(d->srv, &cm);
   pthread_mutex_lock(&d->lock);
   memcpy(errors, d->error_counts, sizeof(errors));
@@ -129,9 +129,9 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
   put(&t, "ptod_dispatch_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)count);
   put(&t, "ptod_dispatch_duration_seconds_sum %.6f\n", sum);
   put(&t, "ptod_dispatch_duration_seconds_count %llu\n", (unsigned long long)count);
-  metric(&t, "ptod_queue_depth", "gauge", "Device requests waiting for the device.", q.waiting);
+  metric(&t, "ptod_queue_depth", "gauge", "Device requests waiting for the device.", q.depth);
   metric(&t, "ptod_queue_capacity", "gauge", "queue_depth: the admission queue's bound.",
-         q.capacity);
+         d->cfg.daemon.queue_depth);
   metric(&t, "ptod_queue_running", "gauge", "Device requests running (0 or 1).", q.running);
   metric(&t, "ptod_arena_builds_total", "counter", "Arena builds (prewarms included).", cs.builds);
   metric(&t, "ptod_arena_hits_total", "counter",

@@ -101,7 +101,7 @@ static void finish(life_t *life) {
 
 static void on_drain_poll(uv_timer_t *t) {
   life_t *life = t->data;
-  if (req_queue_idle(life->d.requests)) {
+  if (dsp_idle(life->d.dsp)) {
     log_notice("Drained; exiting.");
     finish(life);
     return;
@@ -125,7 +125,6 @@ static void begin_drain(life_t *life, int signum) {
   atomic_store(&life->d.state, PTOD_DRAINING);
   notify_send("STOPPING=1\nSTATUS=Draining");
   srv_stop_accepting(life->d.srv);
-  req_drain(life->d.requests);
   dsp_drain(life->d.dsp);
   life->drain_deadline_ns = dsp_now_ns() + life->d.cfg.daemon.drain_timeout_ms * 1000000u;
   uv_timer_start(&life->drain_poll, on_drain_poll, 0, DRAIN_POLL_MS);
@@ -171,6 +170,10 @@ static void apply_server(life_t *life) {
 
 static void apply_log_level(life_t *life) { log_set_level(life->d.cfg.daemon.log_level); }
 
+static void apply_queue(life_t *life) {
+  dsp_set_capacity(life->d.dsp, req_queue_capacity(&life->d.cfg));
+}
+
 /* Read from d->cfg where it is used: as each request is admitted (queue,
  * ring baseline, device timeouts, diagnostics), at the next drain, or by
  * the prewarm comparison in reload(). */
@@ -186,7 +189,7 @@ static const struct live_key {
     {"daemon", "input_limit", apply_server},      {"daemon", "clients_memory", apply_server},
     {"daemon", "client_timeout", apply_server},   {"daemon", "idle_timeout", apply_server},
     {"daemon", "output_limit", apply_server},     {"daemon", "log_level", apply_log_level},
-    {"daemon", "queue_depth", apply_where_used},  {"daemon", "queue_full", apply_where_used},
+    {"daemon", "queue_depth", apply_queue},       {"daemon", "queue_full", apply_queue},
     {"daemon", "drain_timeout", apply_where_used}, {"daemon", "diagnostics_dir", apply_where_used},
     {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
     {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},
@@ -397,10 +400,7 @@ int ptod_run(const char *config_path) {
   }
   uv_loop_init(&life->loop);
   d->loop = &life->loop;
-  /* The device thread is handed a few requests ahead at most (request.h);
-   * queue_depth is the request module's bound. */
-  if (dsp_create(&life->loop, REQ_DEVICE_AHEAD + 1, &d->dsp) < 0 ||
-      req_queue_create(d, &d->requests) < 0) {
+  if (dsp_create(&life->loop, req_queue_capacity(&d->cfg), &d->dsp) < 0) {
     log_err("Failed to start the device thread.");
     goto out_dsp;
   }
@@ -470,7 +470,6 @@ out_loop:
   uv_run(&life->loop, UV_RUN_DEFAULT); /* the close callbacks */
   if (uv_loop_close(&life->loop) != 0) log_warning("The event loop still had handles at exit.");
 out_device:
-  req_queue_free(d->requests);
   ptod_close_device(d);
   pthread_mutex_destroy(&d->lock);
   prewarm_record_destroy(&d->prewarm);

@@ -42,8 +42,6 @@ static inline const char *ptod_state_name(ptod_state_t state) {
   return "unknown";
 }
 
-typedef struct req_queue req_queue_t;
-
 /* Each member has one owner, the module that writes it; the others read.
  * The loop thread owns cfg and the modules it runs (srv, requests); the
  * device thread (dispatch.h) owns the runtime's runs, staging and
@@ -60,7 +58,6 @@ typedef struct ptod {
   advise_t *advise;
   dsp_t *dsp;
   srv_t *srv;
-  req_queue_t *requests;    /* request.c: every request until it is answered */
   prewarm_record_t prewarm; /* prewarm.c */
   staging_t staging;        /* staging.c, device thread */
   uint64_t dispatch_seq;    /* jobs.c, device thread */

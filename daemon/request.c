@@ -11,32 +11,6 @@
 #include "metrics.h"
 #include "service.h"
 
-/* One connection's waiting device requests, and its place in the
- * round-robin. */
-typedef struct req_conn {
-  req_t *head, *tail;
-  uint32_t count;
-  struct req_conn *rr_prev, *rr_next;
-  bool in_rr;
-} req_conn_t;
-
-struct req_queue {
-  ptod_t *d;
-  req_conn_t *rr_head, *rr_tail; /* connections with requests waiting, in turn */
-  uint32_t waiting;              /* in connections' FIFOs */
-  uint32_t in_device;            /* handed to the device thread, not completed */
-};
-
-int req_queue_create(ptod_t *d, req_queue_t **ret) {
-  req_queue_t *q = calloc(1, sizeof(*q));
-  if (!q) return -ENOMEM;
-  q->d = d;
-  *ret = q;
-  return 0;
-}
-
-void req_queue_free(req_queue_t *q) { free(q); }
-
 /* ---- answers --------------------------------------------------------------- */
 
 /* Hand an encoded message to the connection; the sbuffer's memory goes
@@ -91,80 +65,20 @@ static void reject(req_t *req, const pto_error_t *err) {
   req_finish(req);
 }
 
-/* ---- the round-robin ---------------------------------------------------------- */
-
-static void rr_remove(req_queue_t *q, req_conn_t *rc) {
-  if (!rc->in_rr) return;
-  if (rc->rr_prev)
-    rc->rr_prev->rr_next = rc->rr_next;
-  else
-    q->rr_head = rc->rr_next;
-  if (rc->rr_next)
-    rc->rr_next->rr_prev = rc->rr_prev;
-  else
-    q->rr_tail = rc->rr_prev;
-  rc->rr_prev = rc->rr_next = NULL;
-  rc->in_rr = false;
-}
-
-static void rr_append(req_queue_t *q, req_conn_t *rc) {
-  rc->rr_prev = q->rr_tail;
-  rc->rr_next = NULL;
-  if (q->rr_tail)
-    q->rr_tail->rr_next = rc;
-  else
-    q->rr_head = rc;
-  q->rr_tail = rc;
-  rc->in_rr = true;
-}
-
-/* The next request in turn: the first of the connection at the head, which
- * then goes to the back of the line. */
-static req_t *rr_take(req_queue_t *q) {
-  req_conn_t *rc = q->rr_head;
-  req_t *req;
-  if (!rc) return NULL;
-  req = rc->head;
-  rc->head = req->next_waiting;
-  if (!rc->head) rc->tail = NULL;
-  rc->count--;
-  q->waiting--;
-  rr_remove(q, rc);
-  if (rc->count > 0) rr_append(q, rc);
-  return req;
-}
-
-static const char *shutting_down(req_t *req, pto_error_t *err) {
+static void shutting_down(req_t *req, pto_error_t *err) {
   pto_error_set(err, PTO_E_SHUTTING_DOWN,
                 "The daemon is shutting down; the %s request was not run. Retry against the "
                 "restarted daemon.",
                 proto_method_name(req->method));
-  return err->message;
-}
-
-/* Keep the device REQ_DEVICE_AHEAD requests ahead of the one it runs. */
-static void feed(req_queue_t *q) {
-  req_t *req;
-  while (q->in_device < REQ_DEVICE_AHEAD + 1 && (req = rr_take(q)) != NULL) {
-    pto_error_t err;
-    if (dsp_submit(q->d->dsp, &req->job) < 0) {
-      shutting_down(req, &err);
-      reject(req, &err);
-      continue;
-    }
-    q->in_device++;
-  }
 }
 
 /* Loop thread: the device thread is done with the request. */
 static void request_complete(dsp_job_t *job) {
   req_t *req = (req_t *)job;
   ptod_t *d = req->d;
-  req_queue_t *q = d->requests;
   srv_conn_t *conn = req->conn;
   pto_error_t err;
 
-  q->in_device--;
   switch (job->outcome) {
   case DSP_RAN:
     if (is_dispatch(req)) {
@@ -194,7 +108,6 @@ static void request_complete(dsp_job_t *job) {
     reject(req, &err);
     break;
   }
-  feed(q);
 }
 
 /* ---- admission ------------------------------------------------------------------ */
@@ -210,9 +123,9 @@ static uint64_t deadline_from(int64_t deadline_ms, uint64_t now_ns) {
 
 static void admit(req_t *req) {
   ptod_t *d = req->d;
-  req_queue_t *q = d->requests;
-  req_conn_t *rc = srv_conn_data(req->conn);
+  dsp_flow_t *flow = srv_conn_data(req->conn);
   pto_error_t err;
+  int rc;
 
   if (atomic_load(&d->state) == PTOD_DRAINING) {
     pto_error_set(&err, PTO_E_SHUTTING_DOWN,
@@ -225,23 +138,14 @@ static void admit(req_t *req) {
     reject(req, &err);
     return;
   }
-  if (d->cfg.daemon.queue_full == CFG_QUEUE_BUSY &&
-      q->waiting + (q->in_device > 1 ? q->in_device - 1 : 0) >= d->cfg.daemon.queue_depth) {
-    pto_error_set(&err, PTO_E_BUSY,
-                  "The admission queue is full (queue_depth = %u, queue_full = busy); retry "
-                  "later.",
-                  d->cfg.daemon.queue_depth);
-    reject(req, &err);
-    return;
-  }
-  if (!rc) {
-    rc = calloc(1, sizeof(*rc));
-    if (!rc) {
+  if (!flow) {
+    flow = dsp_flow_create(d->dsp);
+    if (!flow) {
       pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
       reject(req, &err);
       return;
     }
-    srv_conn_set_data(req->conn, rc);
+    srv_conn_set_data(req->conn, flow);
   }
   req->baseline = d->cfg.ring;
   req->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
@@ -249,19 +153,20 @@ static void admit(req_t *req) {
   req->job.run = jobs_run;
   req->job.complete = request_complete;
   req->job.gone = srv_conn_gone_flag(req->conn);
+  req->job.flow = flow;
   if (is_dispatch(req))
     req->job.deadline_ns = deadline_from(req->params.dispatch.deadline_ms, dsp_now_ns());
-
-  req->next_waiting = NULL;
-  if (rc->tail)
-    rc->tail->next_waiting = req;
-  else
-    rc->head = req;
-  rc->tail = req;
-  rc->count++;
-  q->waiting++;
-  if (!rc->in_rr) rr_append(q, rc);
-  feed(q);
+  rc = dsp_submit(d->dsp, &req->job);
+  if (rc == -PTO_E_BUSY) {
+    pto_error_set(&err, PTO_E_BUSY,
+                  "The admission queue is full (queue_depth = %u, queue_full = busy); retry "
+                  "later.",
+                  d->cfg.daemon.queue_depth);
+    reject(req, &err);
+  } else if (rc < 0) {
+    shutting_down(req, &err);
+    reject(req, &err);
+  }
 }
 
 /* ---- from a message to a request -------------------------------------------------- */
@@ -345,25 +250,14 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   service_scratch_free(&scratch);
 }
 
-/* The connection is closing: its waiting requests are dropped unrun. */
+/* The connection is closing: its flow goes; the device drops its queued
+ * requests unrun (their gone flag is set) and completes them here. */
 static void on_close(srv_conn_t *conn, void *data) {
   ptod_t *d = data;
-  req_queue_t *q = d->requests;
-  req_conn_t *rc = srv_conn_data(conn);
   log_debug("Client %llu disconnected with %u requests in flight.",
             (unsigned long long)srv_conn_id(conn), srv_conn_pending(conn));
-  if (!rc) return;
+  dsp_flow_release(d->dsp, srv_conn_data(conn));
   srv_conn_set_data(conn, NULL);
-  rr_remove(q, rc);
-  while (rc->head) {
-    req_t *req = rc->head;
-    rc->head = req->next_waiting;
-    rc->count--;
-    q->waiting--;
-    if (is_dispatch(req)) atomic_fetch_add(&d->dispatches_rejected, 1);
-    req_finish(req);
-  }
-  free(rc);
 }
 
 static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *msgid, void *data) {
@@ -388,23 +282,6 @@ srv_handlers_t req_handlers(ptod_t *d) {
   return h;
 }
 
-void req_drain(req_queue_t *q) {
-  req_t *req;
-  while ((req = rr_take(q)) != NULL) {
-    pto_error_t err;
-    shutting_down(req, &err);
-    reject(req, &err);
-  }
-}
-
-void req_queue_stats(req_queue_t *q, req_queue_stats_t *ret) {
-  dsp_stats_t ds;
-  dsp_get_stats(q->d->dsp, &ds);
-  ret->waiting = q->waiting + ds.depth;
-  ret->capacity = q->d->cfg.daemon.queue_depth;
-  ret->running = ds.running;
-}
-
-bool req_queue_idle(req_queue_t *q) {
-  return q->waiting == 0 && q->in_device == 0 && dsp_idle(q->d->dsp);
+uint32_t req_queue_capacity(const cfg_t *cfg) {
+  return cfg->daemon.queue_full == CFG_QUEUE_BUSY ? cfg->daemon.queue_depth : UINT32_MAX;
 }

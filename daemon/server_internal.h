@@ -60,6 +60,7 @@ struct srv_conn {
   bool failing;           /* srv_conn_fail: answer what is pending, then on_fatal */
   bool processing;        /* inside conn_process (srv_msg_done must not recurse) */
   bool flush_listed;
+  bool write_blocked;     /* the socket refused bytes: poll for writable */
   pto_error_t fail_err;
   bool fail_has_msgid;
   uint32_t fail_msgid;

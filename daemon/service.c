@@ -14,7 +14,7 @@
 /* ---- methods served on the loop ----------------------------------------- */
 
 static void serve_status(ptod_t *d, proto_status_result_t *s) {
-  req_queue_stats_t q;
+  dsp_stats_t q;
   buf_memory_t m;
   srv_memory_t cm;
   s->device = d->cfg.device.id;
@@ -22,9 +22,9 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->version = PTO_VERSION;
   s->uptime_s = (dsp_now_ns() - d->started_ns) / 1000000000u;
   s->state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
-  req_queue_stats(d->requests, &q);
-  s->queue.depth = q.waiting;
-  s->queue.capacity = q.capacity;
+  dsp_get_stats(d->dsp, &q);
+  s->queue.depth = q.depth;
+  s->queue.capacity = d->cfg.daemon.queue_depth;
   s->queue.running = q.running;
   prewarm_arena_snapshot(&d->prewarm, d->rt, &s->arena);
   buf_memory(d->buffers, &m);

@@ -2,9 +2,10 @@
  * runtime, device thread, server) on one libuv loop, driven over real
  * sockets from the same thread.  What it shows: the device takes
  * connections round-robin (a light connection is not queued behind a heavy
- * one's pipeline), queue_full = busy fails fast beyond queue_depth, a
- * closed connection's waiting requests are dropped unrun, and a drain
- * answers what waits SHUTTING_DOWN. */
+ * one's pipeline) and each connection's requests in order, queue_full =
+ * busy fails fast beyond queue_depth, a closed connection's waiting
+ * requests are dropped unrun, and a drain answers what waits
+ * SHUTTING_DOWN. */
 #include <check.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -65,8 +66,7 @@ static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
   ck_assert_int_eq(ptod_open_device(d, &err), 0);
   uv_loop_init(&loop);
   d->loop = &loop;
-  ck_assert_int_eq(dsp_create(&loop, REQ_DEVICE_AHEAD + 1, &d->dsp), 0);
-  ck_assert_int_eq(req_queue_create(d, &d->requests), 0);
+  ck_assert_int_eq(dsp_create(&loop, req_queue_capacity(&d->cfg), &d->dsp), 0);
   snprintf(dir, sizeof(dir), "/tmp/ptod-req-test-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(path, sizeof(path), "%s/s.sock", dir);
@@ -86,7 +86,6 @@ static void teardown(void) {
   dsp_destroy(d->dsp);
   uv_run(&loop, UV_RUN_DEFAULT);
   ck_assert_int_eq(uv_loop_close(&loop), 0);
-  req_queue_free(d->requests);
   ptod_close_device(d);
   pthread_mutex_destroy(&d->lock);
   prewarm_record_destroy(&d->prewarm);
@@ -209,9 +208,9 @@ START_TEST(connections_take_turns) {
       heavy_after++;
   }
   /* FIFO would put the whole rest of the pipeline first; in turns, the
-   * light connection's three come after the few already handed to the
-   * device and one heavy each. */
-  ck_assert_int_le(heavy_after, (int)REQ_DEVICE_AHEAD + 1 + 3);
+   * light connection's three come after the heavy one running and one
+   * heavy each (one more if the device had just taken the next). */
+  ck_assert_int_le(heavy_after, 1 + 3 + 1);
   /* Within a connection, its order. */
   for (int i = 0, last = 0; i < nanswers; i++)
     if (answers[i].client == 0) {
@@ -227,7 +226,13 @@ START_TEST(busy_beyond_queue_depth) {
   client_t c;
   int busy = 0;
   client_open(&c);
-  for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 200000);
+  dsp_stats_t st;
+  send_noop(&c, 1, 200000);
+  do {
+    turn_loop(1);
+    dsp_get_stats(d->dsp, &st);
+  } while (!st.running);
+  for (uint32_t i = 2; i <= 10; i++) send_noop(&c, i, 200000);
   run_until(&c, 1, 10);
   for (int i = 0; i < nanswers; i++) busy += strcmp(answers[i].error, "BUSY") == 0;
   /* One running, queue_depth (2) waiting: the other 7 fail fast. */
@@ -246,11 +251,10 @@ START_TEST(closed_connection_drops_what_waits) {
   client_close(&c[0]);
   send_noop(&c[1], 1, 0);
   run_until(&c[1], 1, 1);
-  while (!req_queue_idle(d->requests)) turn_loop(1);
-  /* At most the one running when it closed and those handed to the device
-   * ran (the device drops a queued one whose client is gone); the ones
-   * waiting in the connection never did. */
-  ck_assert_uint_le(atomic_load(&d->dispatches_ok), 1 + 1 + REQ_DEVICE_AHEAD + 1);
+  while (!dsp_idle(d->dsp)) turn_loop(1);
+  /* The one running when it closed ran (and maybe one the device had
+   * already taken); the device dropped the rest, whose client was gone. */
+  ck_assert_uint_le(atomic_load(&d->dispatches_ok), 1 + 2);
   ck_assert_uint_eq(atomic_load(&d->dispatches_ok) + atomic_load(&d->dispatches_rejected), 21);
   client_close(&c[1]);
 }
@@ -263,11 +267,10 @@ START_TEST(drain_answers_waiting_requests) {
   for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 20000);
   turn_loop(5);
   atomic_store(&d->state, PTOD_DRAINING);
-  req_drain(d->requests);
   dsp_drain(d->dsp);
   run_until(&c, 1, 10);
   for (int i = 0; i < nanswers; i++) down += strcmp(answers[i].error, "SHUTTING_DOWN") == 0;
-  ck_assert_int_ge(down, 10 - 1 - (int)REQ_DEVICE_AHEAD);
+  ck_assert_int_ge(down, 10 - 2);
   ck_assert_int_le(down, 9);
   client_close(&c);
 }
