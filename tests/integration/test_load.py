@@ -43,7 +43,7 @@ class Load(harness.DaemonTest):
         # a request must get: queue_depth and max_pending are not what this
         # test is about (test_queue.py and test_limits.py are).
         d = self.daemon(config={"daemon": {"queue_depth": str(clients * WINDOW),
-                                           "max_pending": os.environ.get("PTOD_LOAD_MAX_PENDING", str(WINDOW)),
+                                           "max_pending": str(WINDOW),
                                            "max_clients": str(clients + 8),
                                            "log_level": "notice"}},
                         env=harness.rss_env())
