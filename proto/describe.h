@@ -11,11 +11,10 @@
 
 #include <msgpack.h>
 
+#include "describe_text.h"
+
 /* nil, true, 42, -1, 1.5, 2.0, "text", "a bin of 3 bytes", "an array of 2",
  * "a map of 1", "an ext of type 5". */
 void proto_describe(const msgpack_object *obj, char *buf, size_t len);
-
-/* "text" for len bytes of s, quoted and escaped as above. */
-void proto_describe_text(const char *s, size_t len, char *buf, size_t buflen);
 
 #endif
