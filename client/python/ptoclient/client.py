@@ -2,7 +2,7 @@
 
 Blocking calls, one per method of the protocol, each with its own timeout:
 
-    with Client(device=0) as c:
+    with Client() as c:               # $PTOD_SOCKET, else device 0's socket
         c.ping()
         r = c.dispatch("vector_add", [Data(a), Data(b), Out(n)],
                        config=RunConfig(ring_heap=[512 << 20, 0, 0, 0]))
@@ -50,11 +50,12 @@ import msgpack
 
 from .args import encode_args, _to_bytes
 from .config import as_config
+from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
+from .where import check_where
 from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
                      error_from_wire)
 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
-
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
 SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
@@ -135,17 +136,28 @@ def _wait_fd(fd, events, deadline):
 class Client:
     """A connection to one ptod (see the module docstring).
 
-    socket_path: the daemon's socket; default: default_socket_path(device).
-    device: the device number whose default socket to use.
+    socket_path: the daemon's socket.  Default: default_socket_path(device)
+        when device is given, else $PTOD_SOCKET when set (and not empty),
+        else default_socket_path(0).
+    device: the device number whose built-in socket to use.
     timeout: the default per-call timeout in seconds (None or math.inf: no
         limit); each call may give its own.
     connect_timeout: for connecting (default: the smaller of timeout and 10 s).
     """
 
-    def __init__(self, socket_path=None, device=0, timeout=DEFAULT_TIMEOUT, connect_timeout=None):
+    def __init__(self, socket_path=None, device=None, timeout=DEFAULT_TIMEOUT,
+                 connect_timeout=None):
         _deadline(timeout)  # validate
+        warn_sizing_env()
+        if socket_path is None:
+            env = os.environ.get(SOCKET_ENV)
+            if device is None and env:
+                socket_path = env
+            else:
+                socket_path = default_socket_path(0 if device is None else device)
         self.device = device
-        self.socket_path = socket_path if socket_path is not None else default_socket_path(device)
+        self.socket_path = socket_path
+        self.where = None        # the daemon's (device, platform), once check_where asked
         self.timeout = timeout
         self.notifications = collections.deque(maxlen=256)  # (method, params), except "error"
         self._cond = threading.Condition()
@@ -566,16 +578,20 @@ class Client:
     def dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
         """Run `program` once; returns the result map (outputs as bytes, one
         entry per argument; arena, sizing with source, peaks, timing_us,
-        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict) or
-        None.  deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run
-        has not started by then."""
-        return self.call("dispatch", self.dispatch_params(program, args, config, deadline_ms),
-                         timeout)
+        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict),
+        PyPTO's RunConfig (see RunConfig.from_pypto) or None; its platform
+        and device_id are checked against the daemon first (where.check_where).
+        deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
+        not started by then."""
+        params = self.dispatch_params(program, args, config, deadline_ms)
+        check_where(self, config, timeout)
+        return self.call("dispatch", params, timeout)
 
     def send_dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
         """Pipelined dispatch: send it and return its msgid for result()."""
-        return self.send("dispatch", self.dispatch_params(program, args, config, deadline_ms),
-                         timeout)
+        params = self.dispatch_params(program, args, config, deadline_ms)
+        check_where(self, config, timeout)
+        return self.send("dispatch", params, timeout)
 
     def buffer_alloc(self, name, nbytes=None, init=None, timeout=None):
         """Allocate a resident buffer; init (bytes-like) fills it, and sets
