@@ -25,12 +25,14 @@ from .multi import MultiResult, dispatch_many
 from .where import check_where, run
 
 PROTOCOL_VERSION = 1
+# The release; pyproject.toml reads it, and the tests check it against CMake's.
+__version__ = "0.1.0"
 
 __all__ = [
     "Client", "RunConfig", "Buffer", "Data", "InOut", "Out", "Scalar", "dispatch_many",
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
-    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
+    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
     "sizing_env_note", "check_where", "run",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",

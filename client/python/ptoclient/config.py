@@ -15,6 +15,7 @@ Values are shown as the daemon shows them: ``got true``, ``got 1.5``,
 """
 
 import math
+from typing import Any, Dict, List, Optional, Union
 
 import msgpack
 
@@ -23,6 +24,8 @@ __all__ = ["RunConfig", "RING_FIELDS", "MAX_TASK_WINDOW", "INT32_MAX", "PLATFORM
 INT32_MAX = 2**31 - 1
 MAX_TASK_WINDOW = 1 << 30
 _UINT64_LIMIT = 1 << 64
+# A ring field: one value for all four rings, or four (0 keeps a ring's default).
+RingValue = Union[int, List[int], tuple]
 
 RING_FIELDS = ("ring_task_window", "ring_heap", "ring_dep_pool")
 _SCALAR_RULE = {
@@ -177,7 +180,7 @@ def _check_where(field, value):
     return value
 
 
-def platform_matches(wanted, daemon_platform):
+def platform_matches(wanted: str, daemon_platform: str) -> bool:
     """Whether a RunConfig's platform may run on a daemon of daemon_platform:
     the same name, or a PyPTO simulation platform (a2a3sim, a5sim) on ptod's
     CPU simulation (sim)."""
@@ -237,10 +240,15 @@ class RunConfig:
     """
 
     __slots__ = KNOWN_KEYS + _WHERE_FIELDS + ("extra",)
+    extra: Dict[str, Any]  # always a dict once set (_check_extra)
 
-    def __init__(self, ring_task_window=None, ring_heap=None, ring_dep_pool=None, *,
-                 platform=None, device_id=None, aicpu_thread_num=None, enable_swimlane=None,
-                 enable_scope_stats=None, enable_dep_gen=None, extra=None):
+    def __init__(self, ring_task_window: Optional[RingValue] = None,
+                 ring_heap: Optional[RingValue] = None, ring_dep_pool: Optional[RingValue] = None,
+                 *, platform: Optional[str] = None, device_id: Optional[int] = None,
+                 aicpu_thread_num: Optional[int] = None,
+                 enable_swimlane: Union[int, bool, None] = None,
+                 enable_scope_stats: Optional[bool] = None, enable_dep_gen: Optional[bool] = None,
+                 extra: Optional[Dict[str, Any]] = None) -> None:
         # Validation order follows PyPTO: the platform, then the rings in
         # field order.
         self.platform = platform
@@ -252,7 +260,7 @@ class RunConfig:
         self.enable_swimlane = enable_swimlane
         self.enable_scope_stats = enable_scope_stats
         self.enable_dep_gen = enable_dep_gen
-        self.extra = extra
+        self.extra = extra  # type: ignore[assignment]  # __setattr__ makes it a dict
 
     def __setattr__(self, name, value):
         if name in RING_FIELDS:
@@ -317,7 +325,7 @@ class RunConfig:
         out["extra"] = dict(self.extra)
         return out
 
-    def to_wire(self):
+    def to_wire(self) -> Dict[str, Any]:
         """The dispatch ``config`` map: only the fields that are set, then
         ``extra`` as given.  Empty when nothing is set."""
         wire = {}
@@ -347,14 +355,14 @@ class RunConfig:
             parts.append("extra=%r" % (self.extra,))
         return "RunConfig(%s)" % ", ".join(parts)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
 def _looks_like_pypto(config):
     return not hasattr(config, "items") and all(hasattr(config, k) for k in RING_FIELDS)
 
 
-def as_config(config):
+def as_config(config: Any) -> Optional["RunConfig"]:
     """None, a RunConfig, a mapping (see RunConfig.from_dict), or PyPTO's
     RunConfig -- any object with ring_task_window, ring_heap and
     ring_dep_pool attributes (see RunConfig.from_pypto) -> RunConfig or None."""

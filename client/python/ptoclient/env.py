@@ -8,6 +8,7 @@ says so, once.
 
 import os
 import warnings
+from typing import Mapping, Optional
 
 __all__ = ["SOCKET_ENV", "SizingEnvWarning", "sizing_env_note", "warn_sizing_env"]
 
@@ -23,7 +24,7 @@ class SizingEnvWarning(UserWarning):
     """PTO2_RING_* is set in this client's environment, where it sizes nothing."""
 
 
-def sizing_env_note(environ=None):
+def sizing_env_note(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """The note about PTO2_RING_* in this process's environment (the same
     text as libptoclient's pto_client_env_sizing_note), or None when none is
     set.  Ring sizing from the environment is the daemon's."""
@@ -41,7 +42,7 @@ def sizing_env_note(environ=None):
                " ".join("%s=%.24s" % (v, x) for v, _, x in found)))
 
 
-def warn_sizing_env():
+def warn_sizing_env() -> None:
     """warnings.warn the sizing_env_note once per process, if there is one."""
     global _warned_env
     if _warned_env:

@@ -7,12 +7,14 @@ and both fields are checked against the daemon a dispatch reaches, with a
 clear error instead of a run on the wrong device.
 """
 
+from typing import Any, Dict, Iterable, Optional
+
 from .config import as_config, platform_matches
 
 __all__ = ["check_where", "run"]
 
 
-def check_where(client, config, timeout=None):
+def check_where(client: Any, config: Any, timeout: Optional[float] = None) -> None:
     """Raise ValueError when config's platform or device_id is not that of
     the daemon behind client (asked once, with status); nothing when both
     are unset."""
@@ -35,7 +37,8 @@ def check_where(client, config, timeout=None):
                                                        cfg.device_id))
 
 
-def run(program, args=(), config=None, deadline_ms=None, timeout=None):
+def run(program: str, args: Iterable[Any] = (), config: Any = None,
+        deadline_ms: Optional[int] = None, timeout: Optional[float] = None) -> Dict[str, Any]:
     """One dispatch on a connection of its own, as PyPTO's run(): to the
     daemon of config's device_id (its built-in socket) when set, else to the
     default one (Client(): $PTOD_SOCKET, else device 0).  config may be a
