@@ -133,7 +133,7 @@ static void target_label(const target_t *t, char *buf, size_t len) {
   if (device >= 0)
     snprintf(buf, len, "device %d", device);
   else
-    snprintf(buf, len, "socket '%s'", t->socket);
+    snprintf(buf, len, "socket '%.*s'", PTO_SOCKET_PATH_MAX - 1, t->socket);
 }
 
 static bool multi(const ctl_t *c) {

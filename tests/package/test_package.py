@@ -120,6 +120,42 @@ class Package(unittest.TestCase):
                              if not line.lstrip().startswith("#"))
             self.assertNotRegex(code, r"\b(start|enable|restart|try-restart)\b", script)
 
+    def run_postinst(self, tools):
+        """ptod's postinst configure with PATH holding only stubs of tools
+        (each logs its argv); returns the log lines."""
+        shim = tempfile.mkdtemp(prefix="ptod-postinst-")
+        self.addCleanup(shutil.rmtree, shim, True)
+        script = os.path.join(shim, "postinst")
+        with open(script, "w") as f:
+            f.write(control_file("ptod", "postinst"))
+        log = os.path.join(shim, "log")
+        for tool in tools:
+            with open(os.path.join(shim, tool), "w") as f:
+                # getent: "no such user", so adduser is needed
+                f.write("#!/bin/sh\necho %s \"$@\" >>%s\n%s" % (tool, log,
+                        "exit 2\n" if tool == "getent" else ""))
+            os.chmod(os.path.join(shim, tool), 0o755)
+        run(["/bin/sh", script, "configure", ""], env={"PATH": shim})
+        if not os.path.exists(log):
+            return []
+        with open(log) as f:
+            return f.read().splitlines()
+
+    def test_postinst_creates_the_user_and_starts_nothing(self):
+        everything = ["systemd-sysusers", "adduser", "getent", "systemctl", "systemd-tmpfiles",
+                      "deb-systemd-invoke", "deb-systemd-helper", "invoke-rc.d"]
+        calls = self.run_postinst(everything)
+        self.assertIn("systemd-sysusers ptod.conf", calls)
+        self.assertNotIn("adduser", " ".join(calls))
+        # without systemd (a container): adduser makes the same user
+        calls = self.run_postinst([t for t in everything if t != "systemd-sysusers"])
+        self.assertIn("getent passwd ptod", calls)
+        self.assertIn("adduser --system --group --no-create-home --home /nonexistent --gecos "
+                      "ptod per-device worker daemon ptod", calls)
+        for line in calls:
+            self.assertNotRegex(line, r"\b(start|enable|restart)\b")
+            self.assertFalse(line.startswith(("deb-systemd-invoke", "invoke-rc.d")), line)
+
     def test_unpacked_root_serves(self):
         root = tempfile.mkdtemp(prefix="ptod-root-")
         self.addCleanup(shutil.rmtree, root, True)
