@@ -62,12 +62,29 @@ static const cfg_key_t key_table[] = {
         "Requests one connection may have in flight; raise it for clients that pipeline "
         "deeply."),
     KEY("daemon", "queue_depth", CFG_T_UINT, daemon.queue_depth, 1, 65536, true, "64",
-        "Dispatches admitted and waiting for the device; beyond it clients get BUSY."),
+        "Device requests waiting for the device, all connections together; what happens "
+        "beyond it is queue_full's choice."),
+    KEY("daemon", "queue_full", CFG_T_QUEUE_FULL, daemon.queue_full, 0, 0, true, "wait",
+        "wait: requests beyond queue_depth wait in their connection (reading pauses at "
+        "max_pending); busy: they are answered BUSY at once (fail fast)."),
+    KEY("daemon", "input_limit", CFG_T_SIZE, daemon.input_limit, KIB(64), GIB(64), true, "256M",
+        "Bytes one connection's unread input and decoded requests may hold before the daemon "
+        "stops reading it (until answers go out); a lone request may always be read."),
+    KEY("daemon", "clients_memory", CFG_T_SIZE, daemon.clients_memory, MIB(1), GIB(1024), true,
+        "2G",
+        "Bytes held for all clients together (input, decoded requests, unsent answers): over "
+        "it reading pauses, and unsent answers over it close the client holding the most."),
+    KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, true, "1048576",
+        "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
+        "gets MESSAGE_TOO_LARGE."),
     KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY, true, "30s",
         "On SIGTERM, how long the running dispatch may take to finish; keep it below systemd's "
         "TimeoutStopSec."),
     KEY("daemon", "client_timeout", CFG_T_DURATION, daemon.client_timeout_ms, 1, DAY, true, "30s",
-        "A client that sent part of a message and then nothing for this long is disconnected."),
+        "Longest time from a message's first byte to its last; a client slower than that is "
+        "disconnected."),
+    KEY("daemon", "idle_timeout", CFG_T_DURATION, daemon.idle_timeout_ms, 0, DAY, true, "0",
+        "Close connections with nothing pending, read or unsent for this long; 0: never."),
     KEY("daemon", "output_limit", CFG_T_SIZE, daemon.output_limit, KIB(1), UINT64_MAX, true, "256M",
         "Bytes of unsent responses a client may hold before it is disconnected; raise it for "
         "large buffer reads by slow readers."),
@@ -128,6 +145,9 @@ static const struct {
     {"err", LOG_ERR},   {"warning", LOG_WARNING}, {"notice", LOG_NOTICE},
     {"info", LOG_INFO}, {"debug", LOG_DEBUG},
 };
+/* [daemon] queue_full, by cfg_queue_full_t. */
+static const char *const queue_full_names[] = {[CFG_QUEUE_WAIT] = "wait", [CFG_QUEUE_BUSY] = "busy"};
+
 #define LOG_LEVEL_COUNT (sizeof(log_levels) / sizeof(log_levels[0]))
 
 static const char *const platforms[] = {"sim"};
@@ -392,6 +412,14 @@ static int parse_value(const cfg_key_t *k, const char *value, void *dst, why_t *
       }
       memcpy(dst, &v, sizeof(v));
       return 0;
+    case CFG_T_QUEUE_FULL:
+      for (uint32_t i = 0; i < sizeof(queue_full_names) / sizeof(queue_full_names[0]); i++) {
+        if (strcmp(value, queue_full_names[i]) == 0) {
+          memcpy(dst, &i, sizeof(i));
+          return 0;
+        }
+      }
+      return because(why, "expected wait or busy.");
     case CFG_T_LOGLEVEL:
       for (size_t i = 0; i < LOG_LEVEL_COUNT; i++) {
         if (strcmp(value, log_levels[i].name) == 0) {
@@ -469,6 +497,9 @@ int cfg_format_value(const cfg_t *cfg, const cfg_key_t *k, char *buf, size_t len
     case CFG_T_UINT: memcpy(&u32, p, sizeof(u32)); return snprintf(buf, len, "%" PRIu32, u32);
     case CFG_T_SIZE: memcpy(&u64, p, sizeof(u64)); return format_size(u64, buf, len);
     case CFG_T_DURATION: memcpy(&u64, p, sizeof(u64)); return format_duration(u64, buf, len);
+    case CFG_T_QUEUE_FULL:
+      memcpy(&u32, p, sizeof(u32));
+      return snprintf(buf, len, "%s", u32 < 2 ? queue_full_names[u32] : "?");
     case CFG_T_LOGLEVEL:
       memcpy(&level, p, sizeof(level));
       for (size_t i = 0; i < LOG_LEVEL_COUNT; i++)

@@ -73,13 +73,23 @@ typedef struct cfg_daemon {
   uint32_t max_clients;
   uint64_t max_message;           /* bytes */
   uint32_t max_pending;           /* requests in flight per connection */
-  uint32_t queue_depth;           /* admission queue */
+  uint32_t queue_depth;           /* device requests waiting, all connections */
+  uint32_t queue_full;            /* cfg_queue_full_t */
+  uint64_t input_limit;           /* bytes of input and decoded requests per connection */
+  uint64_t clients_memory;        /* bytes held for all clients together */
+  uint32_t max_objects;           /* msgpack objects per message */
+  uint64_t idle_timeout_ms;       /* 0: connections may idle forever */
   uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */
-  uint64_t client_timeout_ms;     /* a partial message with no more bytes for this long */
+  uint64_t client_timeout_ms;     /* from a message's first byte to its last */
   uint64_t output_limit;          /* bytes of unsent responses per client */
   char diagnostics_dir[PATH_MAX]; /* "" = write no diagnostic files */
   int log_level;                  /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO or LOG_DEBUG */
 } cfg_daemon_t;
+
+typedef enum cfg_queue_full {
+  CFG_QUEUE_WAIT = 0, /* beyond queue_depth, requests wait in their connection */
+  CFG_QUEUE_BUSY = 1, /* beyond queue_depth, requests are answered BUSY */
+} cfg_queue_full_t;
 
 typedef struct cfg_device {
   uint32_t id; /* 0..255 */
@@ -110,6 +120,7 @@ typedef enum cfg_type {
   CFG_T_SIZE,     /* uint64_t bytes in [min, max] */
   CFG_T_DURATION, /* uint64_t milliseconds in [min, max] */
   CFG_T_LOGLEVEL, /* int, syslog priority */
+  CFG_T_QUEUE_FULL, /* uint32_t cfg_queue_full_t: wait or busy */
   CFG_T_PLATFORM, /* char[16], a known platform */
   CFG_T_RING,     /* uint64_t[4], one row of a pto_sizing_t */
 } cfg_type_t;

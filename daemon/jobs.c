@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "service.h"
+#include "jobs.h"
+#include "prewarm.h"
+#include "request.h"
 
 #define STAGING_ALIGN 1024u
 /* The largest msgpack bin (bin 32): a result byte string longer than this
@@ -20,7 +22,7 @@
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-static void encode_error(svc_request_t *req, const pto_error_t *err) {
+static void encode_error(req_t *req, const pto_error_t *err) {
   msgpack_packer pk;
   req->result_code = err->code ? err->code : PTO_E_INTERNAL;
   msgpack_sbuffer_clear(&req->response);
@@ -28,7 +30,7 @@ static void encode_error(svc_request_t *req, const pto_error_t *err) {
   proto_pack_response_error(&pk, req->msgid, err);
 }
 
-static void encode_result(svc_request_t *req, const proto_result_t *result) {
+static void encode_result(req_t *req, const proto_result_t *result) {
   pto_error_t err;
   msgpack_sbuffer_clear(&req->response);
   if (req->method == PROTO_M_DISPATCH) {
@@ -62,43 +64,6 @@ static void account_arena(ptod_t *d) {
   buf_set_arena_bytes(d->buffers, cs.bytes);
 }
 
-/* ---- staging: device memory for host arguments -------------------------- */
-
-/* Grow the staging area to hold `need` bytes (grow-only, so steady-state
- * dispatches commit nothing). */
-static int staging_reserve(ptod_t *d, uint64_t need, pto_error_t *err) {
-  uint64_t size, room;
-  void *mem;
-  int rc;
-  if (need <= d->staging_bytes) return 0;
-  size = d->staging_bytes ? d->staging_bytes : 64u * 1024u;
-  while (size < need) size *= 2;
-  room = buf_room_for_staging(d->buffers);
-  if (size > room) size = need; /* no headroom to spare: take exactly what is asked */
-  if (dev_mem_round(d->dev, size) > room) {
-    int code = pto_error_set(err, PTO_E_OUT_OF_MEMORY,
-                             "The dispatch's host arguments need %llu bytes of device memory but "
-                             "only %llu are free; free resident buffers or raise [device] memory.",
-                             (unsigned long long)need, (unsigned long long)room);
-    err->requested = need;
-    err->capacity = room;
-    return code;
-  }
-  if (d->staging) dev_mem_release(d->dev, d->staging, d->staging_bytes);
-  d->staging = NULL;
-  d->staging_bytes = 0;
-  buf_set_staging_bytes(d->buffers, 0);
-  rc = dev_mem_commit(d->dev, size, &mem);
-  if (rc < 0)
-    return pto_error_set(err, PTO_E_OUT_OF_MEMORY,
-                         "The device could not commit %llu bytes for host arguments: %s.",
-                         (unsigned long long)size, strerror(-rc));
-  d->staging = mem;
-  d->staging_bytes = size;
-  buf_set_staging_bytes(d->buffers, dev_mem_round(d->dev, size));
-  return 0;
-}
-
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* Point the program's arguments at device memory: resident buffers by
@@ -125,7 +90,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     else if (a->kind == PTO_ARG_OUTPUT)
       need += align_up(a->bytes ? a->bytes : 1, STAGING_ALIGN);
   }
-  rc = staging_reserve(d, need, err);
+  rc = staging_reserve(&d->staging, need, err);
   if (rc < 0) return rc;
 
   for (uint32_t i = 0; i < p->nargs; i++) {
@@ -161,7 +126,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     case PTO_ARG_INOUT:
     case PTO_ARG_OUTPUT: {
       uint64_t bytes = a->kind == PTO_ARG_OUTPUT ? a->bytes : a->data.len;
-      out->base = (char *)d->staging + at;
+      out->base = (char *)d->staging.mem + at;
       out->base_bytes = bytes;
       out->bytes = bytes;
       if (a->kind == PTO_ARG_OUTPUT)
@@ -216,13 +181,7 @@ static void write_scope_stats(ptod_t *d, const char *dir, const pto_sizing_resol
   log_info("Wrote scope stats of dispatch %llu to '%s'.", (unsigned long long)d->dispatch_seq, path);
 }
 
-static void note_first_dispatch(ptod_t *d, bool hit) {
-  pthread_mutex_lock(&d->lock);
-  if (d->first_dispatch_hit < 0) d->first_dispatch_hit = hit ? 1 : 0;
-  pthread_mutex_unlock(&d->lock);
-}
-
-static void run_dispatch(svc_request_t *req) {
+static void run_dispatch(req_t *req) {
   ptod_t *d = req->d;
   const proto_dispatch_params_t *p = &req->params.dispatch;
   proto_result_t result;
@@ -261,7 +220,7 @@ static void run_dispatch(svc_request_t *req) {
   rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
   account_arena(d);
   if (rc < 0) goto fail;
-  note_first_dispatch(d, arena.hit);
+  prewarm_record_dispatch(&d->prewarm, arena.hit);
   if (!arena.hit) {
     char text[256];
     pto_sizing_format(&sizing, text, sizeof(text));
@@ -314,7 +273,7 @@ fail:
 
 /* ---- buffers and prewarm ------------------------------------------------- */
 
-static void run_buffer(svc_request_t *req) {
+static void run_buffer(req_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
   pto_error_t err;
@@ -431,7 +390,7 @@ int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result
                  pto_error_t *err) {
   int rc = rt_prewarm_arena(d->rt, sizing, buf_room_for_arena(d->buffers), ret, err);
   account_arena(d);
-  if (rc == 0) ptod_set_prewarm(d, sizing);
+  if (rc == 0) prewarm_record_set(&d->prewarm, sizing);
   /* Load the programs now too: a first dispatch would otherwise pay the
    * dlopen of its program (about half a millisecond) on top of the run. */
   (void)rt_programs_foreach(d->rt, ignore_program, NULL);
@@ -442,7 +401,7 @@ int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result
   return rc;
 }
 
-static void run_prewarm(svc_request_t *req) {
+static void run_prewarm(req_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
   pto_sizing_resolved_t sizing;
@@ -456,22 +415,15 @@ static void run_prewarm(svc_request_t *req) {
     return;
   }
   memset(&result, 0, sizeof(result));
-  service_arena_snapshot(d, &result.prewarm);
+  prewarm_arena_snapshot(&d->prewarm, d->rt, &result.prewarm);
   encode_result(req, &result);
 }
 
 void jobs_run(dsp_job_t *job) {
-  svc_request_t *req = (svc_request_t *)job;
+  req_t *req = (req_t *)job;
   switch (req->method) {
   case PROTO_M_DISPATCH: run_dispatch(req); break;
   case PROTO_M_PREWARM: run_prewarm(req); break;
   default: run_buffer(req); break;
   }
-}
-
-void jobs_release_staging(ptod_t *d) {
-  if (d->staging) dev_mem_release(d->dev, d->staging, d->staging_bytes);
-  d->staging = NULL;
-  d->staging_bytes = 0;
-  buf_set_staging_bytes(d->buffers, 0);
 }

@@ -1,9 +1,13 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_int log_level = LOG_INFO;
@@ -27,19 +31,71 @@ const char *log_level_name(int level) {
   return level >= LOG_ERR && level <= LOG_DEBUG ? level_names[level] : "?";
 }
 
-void log_msg(int level, const char *fmt, ...) {
+static void log_line(int level, const char *fmt, va_list ap) {
   char line[2048];
-  va_list ap;
   int n;
   size_t len;
 
-  if (level > atomic_load(&log_level)) return;
   n = snprintf(line, sizeof(line), "<%d>", level);
-  va_start(ap, fmt);
   vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-  va_end(ap);
   len = strlen(line);
   line[len++] = '\n';
   /* One write per line keeps lines whole when threads log at once. */
   (void)!write(STDERR_FILENO, line, len);
+}
+
+void log_msg(int level, const char *fmt, ...) {
+  va_list ap;
+  if (level > atomic_load(&log_level)) return;
+  va_start(ap, fmt);
+  log_line(level, fmt, ap);
+  va_end(ap);
+}
+
+/* The client-caused lines' window: its start (seconds, CLOCK_MONOTONIC),
+ * the lines logged in it and the lines dropped. */
+static pthread_mutex_t client_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t client_window_s;
+static unsigned client_lines;
+static unsigned long long client_dropped, client_dropped_total;
+
+void log_client(int level, const char *fmt, ...) {
+  struct timespec ts;
+  unsigned long long dropped = 0;
+  bool show;
+  va_list ap;
+
+  if (level > atomic_load(&log_level)) return;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  pthread_mutex_lock(&client_lock);
+  if ((uint64_t)ts.tv_sec >= client_window_s + LOG_CLIENT_INTERVAL_S) {
+    dropped = client_dropped;
+    client_window_s = (uint64_t)ts.tv_sec;
+    client_lines = 0;
+    client_dropped = 0;
+  }
+  show = client_lines < LOG_CLIENT_BURST;
+  if (show) {
+    client_lines++;
+  } else {
+    client_dropped++;
+    client_dropped_total++;
+  }
+  pthread_mutex_unlock(&client_lock);
+  if (dropped)
+    log_msg(LOG_NOTICE,
+            "Suppressed %llu log lines caused by clients (at most %d are logged per %d s).",
+            dropped, LOG_CLIENT_BURST, LOG_CLIENT_INTERVAL_S);
+  if (!show) return;
+  va_start(ap, fmt);
+  log_line(level, fmt, ap);
+  va_end(ap);
+}
+
+unsigned long long log_client_suppressed(void) {
+  unsigned long long n;
+  pthread_mutex_lock(&client_lock);
+  n = client_dropped_total;
+  pthread_mutex_unlock(&client_lock);
+  return n;
 }

@@ -16,6 +16,19 @@ const char *log_level_name(int level);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A line a client caused (it sent something bad, went quiet, was refused):
+ * logged like log_msg, but at most LOG_CLIENT_BURST such lines per
+ * LOG_CLIENT_INTERVAL_S seconds for all clients together, as journald's
+ * RateLimitBurst does, so hostile clients cannot flood the journal.  The
+ * first line after a window with suppressed lines says how many were
+ * dropped.  Thread-safe. */
+#define LOG_CLIENT_BURST 50
+#define LOG_CLIENT_INTERVAL_S 10
+void log_client(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Lines log_client dropped since start-up (for tests and metrics). */
+unsigned long long log_client_suppressed(void);
+
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)

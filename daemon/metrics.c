@@ -7,12 +7,21 @@
 
 #include <pto/version.h>
 
-#include "service.h"
+#include "log.h"
+#include "prewarm.h"
+#include "request.h"
 
 /* Upper bounds of the dispatch latency buckets, in seconds (+Inf implied). */
 static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                                         0.025,  0.05,    0.1,    0.25,  0.5,    1,    2.5, 10};
 #define LATENCY_BUCKETS (sizeof(latency_bounds) / sizeof(latency_bounds[0]))
+
+void metrics_count_error(ptod_t *d, int code) {
+  if (code <= 0 || code >= (int)(sizeof(d->error_counts) / sizeof(d->error_counts[0]))) return;
+  pthread_mutex_lock(&d->lock);
+  d->error_counts[code]++;
+  pthread_mutex_unlock(&d->lock);
+}
 
 void metrics_observe_dispatch(ptod_t *d, uint64_t total_us) {
   double s = (double)total_us / 1e6;
@@ -68,16 +77,18 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
   proto_arena_t *a = &s.arena;
   rt_cache_stats_t cs;
   buf_memory_t m;
-  dsp_stats_t q;
+  req_queue_stats_t q;
+  srv_memory_t cm;
   uint64_t errors[sizeof(d->error_counts) / sizeof(d->error_counts[0])];
   uint64_t buckets[LATENCY_BUCKETS], count;
   double sum;
 
   if (!t.buf) return NULL;
-  service_arena_snapshot(d, a);
+  prewarm_arena_snapshot(&d->prewarm, d->rt, a);
   rt_cache_stats(d->rt, &cs);
   buf_memory(d->buffers, &m);
-  dsp_get_stats(d->dsp, &q);
+  req_queue_stats(d->requests, &q);
+  srv_memory(d->srv, &cm);
   pthread_mutex_lock(&d->lock);
   memcpy(errors, d->error_counts, sizeof(errors));
   memcpy(buckets, d->latency_buckets, sizeof(buckets));
@@ -97,7 +108,7 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
         atomic_load(&d->state) == st);
   metric(&t, "ptod_clients", "gauge", "Connected clients.", srv_client_count(d->srv));
   metric(&t, "ptod_requests_total", "counter", "Requests received, every method.",
-         (unsigned long long)atomic_load(&d->requests));
+         (unsigned long long)atomic_load(&d->requests_total));
   put(&t, "# HELP ptod_dispatches_total Dispatches by outcome.\n# TYPE ptod_dispatches_total counter\n");
   put(&t, "ptod_dispatches_total{outcome=\"ok\"} %llu\n",
       (unsigned long long)atomic_load(&d->dispatches_ok));
@@ -118,7 +129,7 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
   put(&t, "ptod_dispatch_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)count);
   put(&t, "ptod_dispatch_duration_seconds_sum %.6f\n", sum);
   put(&t, "ptod_dispatch_duration_seconds_count %llu\n", (unsigned long long)count);
-  metric(&t, "ptod_queue_depth", "gauge", "Device requests waiting for the device.", q.depth);
+  metric(&t, "ptod_queue_depth", "gauge", "Device requests waiting for the device.", q.waiting);
   metric(&t, "ptod_queue_capacity", "gauge", "queue_depth: the admission queue's bound.",
          q.capacity);
   metric(&t, "ptod_queue_running", "gauge", "Device requests running (0 or 1).", q.running);
@@ -142,6 +153,13 @@ char *metrics_render(ptod_t *d, size_t *ret_len) {
   put(&t, "ptod_memory_used_bytes{use=\"buffers\"} %llu\n", (unsigned long long)m.buffers);
   put(&t, "ptod_memory_used_bytes{use=\"staging\"} %llu\n", (unsigned long long)m.staging);
   metric(&t, "ptod_memory_free_bytes", "gauge", "Device memory left under the limit.", m.free);
+  put(&t, "# HELP ptod_client_memory_bytes Bytes held for clients: unread input and decoded "
+          "requests, and answers not yet written.\n# TYPE ptod_client_memory_bytes gauge\n");
+  put(&t, "ptod_client_memory_bytes{use=\"input\"} %llu\n", (unsigned long long)cm.input);
+  put(&t, "ptod_client_memory_bytes{use=\"output\"} %llu\n", (unsigned long long)cm.output);
+  metric(&t, "ptod_client_memory_limit_bytes", "gauge", "[daemon] clients_memory.", cm.limit);
+  metric(&t, "ptod_log_lines_suppressed_total", "counter",
+         "Client-caused log lines dropped by the rate limit.", log_client_suppressed());
 
   if (t.failed) {
     free(t.buf);

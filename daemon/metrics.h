@@ -7,6 +7,9 @@
 
 #include "ptod.h"
 
+/* Count an error answered, by code (any thread). */
+void metrics_count_error(ptod_t *d, int code);
+
 /* Record one finished dispatch's total latency (loop thread). */
 void metrics_observe_dispatch(ptod_t *d, uint64_t total_us);
 

@@ -1,6 +1,8 @@
 /* ptod.c — the daemon's life: start-up order, signals, reload, shut-down.
  *
- * Start-up: config -> device -> prewarm (STATUS= progress) -> listen ->
+ * Start-up: config -> device -> socket (bound and listening, so a second
+ * daemon on the same path fails at once instead of after a prewarm) ->
+ * prewarm (STATUS= progress; connections wait in the backlog) -> accept ->
  * READY=1.  SIGTERM/SIGINT: STOPPING=1, stop accepting, queued requests
  * answered SHUTTING_DOWN, the running one finishes within drain_timeout,
  * exit 0; a second signal exits at once.  SIGHUP: RELOADING=1, re-read the
@@ -10,6 +12,7 @@
 #include "ptod_run.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +23,8 @@
 
 #include "log.h"
 #include "notify.h"
-#include "service.h"
+#include "jobs.h"
+#include "request.h"
 
 #define DRAIN_POLL_MS 10
 
@@ -57,16 +61,20 @@ static void srv_options_from(const cfg_t *cfg, srv_options_t *o) {
     o->allowed_gids[i] = cfg->daemon.allowed_gids.id[i];
   o->max_clients = cfg->daemon.max_clients;
   o->max_message = cfg->daemon.max_message;
+  o->max_objects = cfg->daemon.max_objects;
   o->max_pending = cfg->daemon.max_pending;
+  o->input_limit = cfg->daemon.input_limit;
+  o->clients_memory = cfg->daemon.clients_memory;
   o->client_timeout_ms = cfg->daemon.client_timeout_ms;
+  o->idle_timeout_ms = cfg->daemon.idle_timeout_ms;
   o->output_limit = cfg->daemon.output_limit;
 }
 
 static void notify_ready_status(life_t *life) {
   char sizing[256];
-  pthread_mutex_lock(&life->d.lock);
-  pto_sizing_format(&life->d.prewarm_sizing, sizing, sizeof(sizing));
-  pthread_mutex_unlock(&life->d.lock);
+  pto_sizing_resolved_t prewarmed;
+  prewarm_record_sizing(&life->d.prewarm, &prewarmed);
+  pto_sizing_format(&prewarmed, sizing, sizeof(sizing));
   notify_sendf("READY=1\nSTATUS=Serving device %u on '%s'; prewarmed %s", life->d.cfg.device.id,
                srv_socket_path(life->d.srv), sizing);
 }
@@ -93,7 +101,7 @@ static void finish(life_t *life) {
 
 static void on_drain_poll(uv_timer_t *t) {
   life_t *life = t->data;
-  if (dsp_idle(life->d.dsp)) {
+  if (req_queue_idle(life->d.requests)) {
     log_notice("Drained; exiting.");
     finish(life);
     return;
@@ -117,6 +125,7 @@ static void begin_drain(life_t *life, int signum) {
   atomic_store(&life->d.state, PTOD_DRAINING);
   notify_send("STOPPING=1\nSTATUS=Draining");
   srv_stop_accepting(life->d.srv);
+  req_drain(life->d.requests);
   dsp_drain(life->d.dsp);
   life->drain_deadline_ns = dsp_now_ns() + life->d.cfg.daemon.drain_timeout_ms * 1000000u;
   uv_timer_start(&life->drain_poll, on_drain_poll, 0, DRAIN_POLL_MS);
@@ -152,12 +161,74 @@ static void prewarm_job_complete(dsp_job_t *job) {
   free(pj);
 }
 
+/* ---- live keys: how each key a reload changes takes effect ----------------- */
+
+static void apply_server(life_t *life) {
+  srv_options_t so;
+  srv_options_from(&life->d.cfg, &so);
+  srv_update_options(life->d.srv, &so);
+}
+
+static void apply_log_level(life_t *life) { log_set_level(life->d.cfg.daemon.log_level); }
+
+/* Read from d->cfg where it is used: as each request is admitted (queue,
+ * ring baseline, device timeouts, diagnostics), at the next drain, or by
+ * the prewarm comparison in reload(). */
+static void apply_where_used(life_t *life) { (void)life; }
+
+static const struct live_key {
+  const char *section, *name;
+  void (*apply)(life_t *life);
+} live_keys[] = {
+    {"daemon", "allowed_uids", apply_server},     {"daemon", "allowed_gids", apply_server},
+    {"daemon", "max_clients", apply_server},      {"daemon", "max_message", apply_server},
+    {"daemon", "max_objects", apply_server},      {"daemon", "max_pending", apply_server},
+    {"daemon", "input_limit", apply_server},      {"daemon", "clients_memory", apply_server},
+    {"daemon", "client_timeout", apply_server},   {"daemon", "idle_timeout", apply_server},
+    {"daemon", "output_limit", apply_server},     {"daemon", "log_level", apply_log_level},
+    {"daemon", "queue_depth", apply_where_used},  {"daemon", "queue_full", apply_where_used},
+    {"daemon", "drain_timeout", apply_where_used}, {"daemon", "diagnostics_dir", apply_where_used},
+    {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
+    {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},
+    {"ring", "dep_pool", apply_where_used},       {"prewarm", "task_window", apply_where_used},
+    {"prewarm", "heap", apply_where_used},        {"prewarm", "dep_pool", apply_where_used},
+};
+
+bool ptod_live_key_applied(const char *section, const char *name) {
+  for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++)
+    if (strcmp(live_keys[i].section, section) == 0 && strcmp(live_keys[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+/* Take the merged configuration, then run each applier whose key changed,
+ * once. */
+static void apply_live_keys(life_t *life, const cfg_t *merged) {
+  void (*run[sizeof(live_keys) / sizeof(live_keys[0])])(life_t *);
+  size_t nrun = 0, nkeys;
+  const cfg_key_t *keys = cfg_key_table(&nkeys);
+  cfg_t old = life->d.cfg;
+  life->d.cfg = *merged;
+  for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++) {
+    const cfg_key_t *k = cfg_key_find(live_keys[i].section, live_keys[i].name);
+    char before[512], after[512];
+    bool queued = false;
+    if (!k) continue;
+    cfg_format_value(&old, k, before, sizeof(before));
+    cfg_format_value(merged, k, after, sizeof(after));
+    if (strcmp(before, after) == 0) continue;
+    for (size_t j = 0; j < nrun; j++) queued = queued || run[j] == live_keys[i].apply;
+    if (!queued) run[nrun++] = live_keys[i].apply;
+  }
+  (void)keys;
+  for (size_t j = 0; j < nrun; j++) run[j](life);
+}
+
 static void reload(life_t *life) {
   ptod_t *d = &life->d;
   cfg_t loaded, merged;
   pto_sizing_resolved_t old_prewarm, new_prewarm;
   pto_error_t err;
-  srv_options_t so;
   char report[4096];
   unsigned changed;
 
@@ -190,12 +261,8 @@ static void reload(life_t *life) {
 
   cfg_resolve_sizings(&d->cfg, &d->env, NULL, &old_prewarm);
   cfg_merge_live(&d->cfg, &loaded, &merged);
-  d->cfg = merged;
+  apply_live_keys(life, &merged);
   cfg_resolve_sizings(&d->cfg, &d->env, NULL, &new_prewarm);
-  log_set_level(d->cfg.daemon.log_level);
-  srv_options_from(&d->cfg, &so);
-  srv_update_options(d->srv, &so);
-  dsp_set_capacity(d->dsp, d->cfg.daemon.queue_depth);
 
   if (!pto_sizing_equal(&old_prewarm, &new_prewarm)) {
     prewarm_job_t *pj = calloc(1, sizeof(*pj));
@@ -231,8 +298,7 @@ static void on_watchdog(uv_timer_t *t) {
 
 /* ---- start-up -------------------------------------------------------------- */
 
-static int start_device(life_t *life, pto_error_t *err) {
-  ptod_t *d = &life->d;
+int ptod_open_device(ptod_t *d, pto_error_t *err) {
   dev_options_t dopts = {.cores = d->cfg.device.cores};
   rt_options_t ropts = {0};
   int rc;
@@ -255,6 +321,7 @@ static int start_device(life_t *life, pto_error_t *err) {
   if (buf_table_create(d->dev, d->cfg.device.memory, &d->buffers) < 0 ||
       advise_create(&d->advise) < 0)
     return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
+  staging_init(&d->staging, d->dev, d->buffers);
   return 0;
 }
 
@@ -280,8 +347,8 @@ static int prewarm(life_t *life, pto_error_t *err) {
   return 0;
 }
 
-static void stop_device(ptod_t *d) {
-  if (d->buffers && d->staging) jobs_release_staging(d);
+void ptod_close_device(ptod_t *d) {
+  staging_release(&d->staging);
   rt_destroy(d->rt);
   buf_table_free(d->buffers);
   advise_free(d->advise);
@@ -298,10 +365,14 @@ int ptod_run(const char *config_path) {
   int rc, exit_code = 1;
 
   if (!life) return 1;
+  /* Messages and answers of up to max_message come and go: keep the large
+   * ones out of the heap (glibc's threshold would otherwise grow to 32 MiB
+   * and keep them resident after they are freed). */
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   d = &life->d;
   d->config_path = config_path;
   d->started_ns = dsp_now_ns();
-  d->first_dispatch_hit = -1;
+  prewarm_record_init(&d->prewarm);
   pthread_mutex_init(&d->lock, NULL);
   pto_error_clear(&err);
 
@@ -318,7 +389,7 @@ int ptod_run(const char *config_path) {
   signal(SIGPIPE, SIG_IGN);
 
   /* 2. device and runtime. */
-  rc = start_device(life, &err);
+  rc = ptod_open_device(d, &err);
   if (rc < 0) {
     log_err("Failed to start device %u: %s", d->cfg.device.id, err.message);
     exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
@@ -326,31 +397,42 @@ int ptod_run(const char *config_path) {
   }
   uv_loop_init(&life->loop);
   d->loop = &life->loop;
-  if (dsp_create(&life->loop, d->cfg.daemon.queue_depth, &d->dsp) < 0) {
+  /* The device thread is handed a few requests ahead at most (request.h);
+   * queue_depth is the request module's bound. */
+  if (dsp_create(&life->loop, REQ_DEVICE_AHEAD + 1, &d->dsp) < 0 ||
+      req_queue_create(d, &d->requests) < 0) {
     log_err("Failed to start the device thread.");
-    goto out_loop;
+    goto out_dsp;
   }
 
-  /* 3. prewarm, before anyone can connect. */
+  /* 3. the socket, before the long prewarm: a path that is unsafe or that a
+   * live daemon serves fails now, in milliseconds.  Until 5. connections
+   * wait in the listen backlog. */
+  srv_options_from(&d->cfg, &so);
+  handlers = req_handlers(d);
+  rc = srv_create(&life->loop, &so, &handlers, &d->srv, &err);
+  if (rc < 0) {
+    log_err("%s", err.message);
+    notify_sendf("STATUS=%s", err.message);
+    d->srv = NULL;
+    goto out_dsp;
+  }
+
+  /* 4. prewarm, before anyone is served. */
   atomic_store(&d->state, PTOD_WARMING);
   rc = prewarm(life, &err);
   if (rc < 0) {
     log_err("Failed to prewarm the arena: %s", err.message);
     notify_sendf("STATUS=Prewarm failed: %s", err.message);
     exit_code = rc == -PTO_E_INVALID_CONFIG || rc == -PTO_E_OUT_OF_MEMORY ? PTOD_EXIT_CONFIG : 1;
-    goto out_dsp;
+    goto out_srv;
   }
 
-  /* 4. listen. */
-  srv_options_from(&d->cfg, &so);
-  handlers = service_handlers(d);
-  if (srv_create(&life->loop, &so, &handlers, &d->srv, &err) < 0 || srv_listen(d->srv, &err) < 0) {
+  /* 5. accept. */
+  if (srv_listen(d->srv, &err) < 0) {
     log_err("%s", err.message);
     notify_sendf("STATUS=%s", err.message);
-    exit_code = 1;
-    if (d->srv) srv_close(d->srv);
-    d->srv = NULL;
-    goto out_dsp;
+    goto out_srv;
   }
   log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
 
@@ -371,22 +453,27 @@ int ptod_run(const char *config_path) {
     log_info("Watchdog: pinging systemd every %llu ms.", (unsigned long long)every_ms);
   }
 
-  /* 5. ready. */
+  /* 6. ready. */
   atomic_store(&d->state, PTOD_READY);
   notify_ready_status(life);
   uv_run(&life->loop, UV_RUN_DEFAULT);
   exit_code = 0;
   goto out_loop;
 
+out_srv:
+  srv_close(d->srv);
+  d->srv = NULL;
 out_dsp:
-  dsp_destroy(d->dsp);
+  if (d->dsp) dsp_destroy(d->dsp);
   d->dsp = NULL;
 out_loop:
   uv_run(&life->loop, UV_RUN_DEFAULT); /* the close callbacks */
   if (uv_loop_close(&life->loop) != 0) log_warning("The event loop still had handles at exit.");
 out_device:
-  stop_device(d);
+  req_queue_free(d->requests);
+  ptod_close_device(d);
   pthread_mutex_destroy(&d->lock);
+  prewarm_record_destroy(&d->prewarm);
   free(life);
   return exit_code;
 }

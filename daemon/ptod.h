@@ -23,7 +23,9 @@
 #include "device.h"
 #include "dispatch.h"
 #include "runtime.h"
+#include "prewarm.h"
 #include "server.h"
+#include "staging.h"
 
 typedef enum ptod_state {
   PTOD_WARMING = 0,
@@ -31,12 +33,25 @@ typedef enum ptod_state {
   PTOD_DRAINING = 2,
 } ptod_state_t;
 
-const char *ptod_state_name(ptod_state_t state);
+static inline const char *ptod_state_name(ptod_state_t state) {
+  switch (state) {
+  case PTOD_WARMING: return "warming";
+  case PTOD_READY: return "ready";
+  case PTOD_DRAINING: return "draining";
+  }
+  return "unknown";
+}
 
+typedef struct req_queue req_queue_t;
+
+/* Each member has one owner, the module that writes it; the others read.
+ * The loop thread owns cfg and the modules it runs (srv, requests); the
+ * device thread (dispatch.h) owns the runtime's runs, staging and
+ * dispatch_seq; what both touch is atomic or behind its module's lock. */
 typedef struct ptod {
   uv_loop_t *loop;
   const char *config_path; /* NULL: built-in defaults */
-  cfg_t cfg;               /* the running configuration (loop thread) */
+  cfg_t cfg;               /* the running configuration (ptod.c, loop thread) */
   pto_sizing_t env;        /* PTO2_RING_* as read at start-up */
 
   dev_device_t *dev;
@@ -45,34 +60,22 @@ typedef struct ptod {
   advise_t *advise;
   dsp_t *dsp;
   srv_t *srv;
+  req_queue_t *requests;    /* request.c: every request until it is answered */
+  prewarm_record_t prewarm; /* prewarm.c */
+  staging_t staging;        /* staging.c, device thread */
+  uint64_t dispatch_seq;    /* jobs.c, device thread */
 
-  atomic_int state; /* ptod_state_t */
+  atomic_int state; /* ptod_state_t; ptod.c */
   uint64_t started_ns;
+  /* Counters (request.c), and the error and latency figures (metrics.c,
+   * under lock). */
   atomic_uint_fast64_t dispatches_ok, dispatches_failed, dispatches_rejected;
-  atomic_uint_fast64_t requests;
-
-  /* The prewarmed sizing and whether the first dispatch after it hit. */
+  atomic_uint_fast64_t requests_total;
   pthread_mutex_t lock;
-  pto_sizing_resolved_t prewarm_sizing;
-  uint64_t prewarm_key;
-  int first_dispatch_hit; /* -1 until a dispatch reaches the arena, then 0 or 1 */
-  uint64_t error_counts[1100]; /* by error code, for metrics (under lock) */
-
-  /* Device thread only: the grow-only staging area for host arguments. */
-  void *staging;
-  uint64_t staging_bytes;
-  uint64_t dispatch_seq;
-
-  /* Dispatch latency histogram (under lock): bucket i counts totals <= bounds[i]. */
+  uint64_t error_counts[1100];
   uint64_t latency_buckets[16];
   uint64_t latency_count;
   double latency_sum_s;
 } ptod_t;
-
-/* Record an error code for metrics (any thread). */
-void ptod_count_error(ptod_t *d, int code);
-
-/* Record a prewarm of `sizing` (device thread, or start-up). */
-void ptod_set_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing);
 
 #endif

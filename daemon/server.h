@@ -1,11 +1,36 @@
-/* server.h — the Unix-socket listener and its connections (libuv).
+/* server.h — the Unix-socket listener and its connections.
  *
- * The server owns sockets and bytes: it listens (on a path it binds, or on
- * a socket systemd passed), checks peer credentials, reads bytes into each
+ * The server owns sockets and bytes.  It listens (on a path it binds, or on
+ * the socket systemd passed), checks peer credentials, reads bytes into each
  * connection's buffer, cuts them into whole msgpack messages with the
  * bounded reader (proto/reader.h), hands each message to the service, and
- * writes responses.  It knows nothing of methods.  Everything here runs on
- * the loop thread, except srv_conn_gone(), which any thread may call.
+ * writes answers.  It knows nothing of methods.  It reads and writes the
+ * sockets itself (nonblocking recv/writev driven by uv_poll_t), so a
+ * connection's bytes are never copied more than the protocol needs.
+ *
+ * It also owns the memory model of docs/reliability.md: every byte held for
+ * a client is counted, per connection and for all clients together —
+ *   input:  the read buffer, and every message handed on until the service
+ *           is done with it (srv_msg_done), charged its wire bytes plus 24
+ *           bytes per msgpack object (what msgpack-c allocates to decode it);
+ *   output: answers queued and not yet written.
+ * Flow control, instead of errors: a connection stops being read while it
+ * has max_pending messages handed on and not done, or (with at least one
+ * pending) holds input_limit bytes of input; reading resumes as answers go
+ * out.  While all clients together hold clients_memory bytes of input, only
+ * one connection (one already in the middle of a message) is read, so a
+ * message under way can finish and memory stays bounded.  A connection with
+ * more than output_limit bytes of unsent answers is closed, and so is the
+ * one holding the most when all clients' unsent answers pass
+ * clients_memory.
+ *
+ * Errors a connection cannot recover from (bytes that cannot be parsed, a
+ * message over max_message): the server stops reading it, lets every
+ * message already handed on be answered, then asks the service for the
+ * final error (on_fatal), writes it and closes.
+ *
+ * Everything here runs on the loop thread, except srv_conn_gone(), which
+ * any thread may call.
  */
 #ifndef PTOD_SERVER_H
 #define PTOD_SERVER_H
@@ -20,9 +45,9 @@
 
 #include <pto/errors.h>
 
-#include "reader.h"
-
 #define SRV_MAX_IDS 64
+/* What msgpack-c allocates per object it decodes (sizeof(msgpack_object)). */
+#define SRV_DECODED_OBJECT_BYTES 24u
 
 typedef struct srv_options {
   const char *socket_path;
@@ -34,69 +59,53 @@ typedef struct srv_options {
   size_t n_allowed_gids;    /* both lists empty: any peer that can open the socket */
   uint32_t max_clients;
   uint64_t max_message;
-  uint32_t max_pending;     /* per connection */
-  uint64_t client_timeout_ms;
-  uint64_t output_limit;
+  uint64_t max_objects;     /* msgpack objects per message */
+  uint32_t max_pending;     /* messages handed on and not done, per connection */
+  uint64_t input_limit;     /* bytes of input per connection before reading pauses */
+  uint64_t clients_memory;  /* bytes held for all clients together */
+  uint64_t client_timeout_ms; /* from a message's first byte to its last */
+  uint64_t idle_timeout_ms; /* 0: none */
+  uint64_t output_limit;    /* bytes of unsent answers per connection */
 } srv_options_t;
 
 typedef struct srv srv_t;
 typedef struct srv_conn srv_conn_t;
 
-/* One whole message, in memory owned by the message: the service keeps it
- * as long as the request needs it (msgpack-c's objects point into it) and
- * frees it with srv_msg_free(). */
+/* One whole message, in memory of its own: the service keeps it as long as
+ * the request needs it (msgpack-c's objects point into it) and gives it
+ * back with srv_msg_done(). */
 typedef struct srv_msg {
   char *data;
   size_t len;
+  uint64_t charge;  /* bytes counted against its connection while it lives */
+  uint64_t objects; /* msgpack objects in it */
 } srv_msg_t;
-
-void srv_msg_free(srv_msg_t *msg);
 
 /* What the server calls; the service implements them. */
 typedef struct srv_handlers {
-  /* A whole message arrived.  The handler owns *msg from now on. */
+  /* A whole message arrived.  The handler owns *msg and must give it back
+   * with srv_msg_done() exactly once, now or later. */
   void (*on_message)(srv_conn_t *conn, srv_msg_t *msg, void *data);
   /* The connection is going away (peer closed, error, limit, shutdown).
-   * Requests still held for it must stop using it: see srv_conn_ref. */
+   * Requests still held for it must stop using it once done: their
+   * srv_msg_done() keeps its memory valid until then. */
   void (*on_close)(srv_conn_t *conn, void *data);
-  /* The connection must go, for the reason in err (bytes that cannot be
-   * parsed, a message over max_message, a peer not allowed, too many
-   * clients): the handler tells the peer, with srv_conn_send_and_close. */
-  void (*on_reject)(srv_conn_t *conn, const pto_error_t *err, void *data);
+  /* Every message handed on is done and the connection must go, for the
+   * reason in err: the handler sends the peer its last message with
+   * srv_conn_send — the response to *msgid when msgid is not NULL (the bad
+   * message was a request we could tie to its msgid), else an error
+   * notification.  The server closes once it is written. */
+  void (*on_fatal)(srv_conn_t *conn, const pto_error_t *err, const uint32_t *msgid, void *data);
   void *data;
 } srv_handlers_t;
 
-struct srv_conn {
-  uv_pipe_t pipe;
-  uv_timer_t idle_timer;
-  srv_t *srv;
-  uint64_t id;
-  pid_t pid;
-  uid_t uid;
-  gid_t gid;
-  char *rbuf;          /* bytes received, [rpos, rlen) not yet a whole message */
-  size_t rpos, rlen, rcap;
-  proto_reader_t reader;
-  uint32_t pending;    /* requests received and not yet answered */
-  int refs;            /* the open handles count as one; each held request as one */
-  int open_handles;
-  bool closing;
-  bool close_after_write;
-  bool read_eof;       /* the peer shut down its sending side and still reads */
-  atomic_bool gone;    /* set once closing starts; read by the device thread */
-  char *cork;          /* responses held while the server is corked (srv_cork) */
-  size_t cork_len, cork_cap;
-  bool cork_listed;    /* in the server's list of connections holding corked bytes */
-  srv_conn_t *cork_next;
-  srv_conn_t *prev, *next;
-  void *service_data;  /* the service's per-connection state */
-};
-
-/* Set up the listener: use the socket systemd passed (LISTEN_FDS) when
- * there is one, else bind opts->socket_path — replacing a stale socket file
- * of a dead daemon, refusing a live one — with the mode and group asked
- * for.  The options are copied.  On failure returns a negative error and a
- * sentence in ret_err; nothing is left behind. */
+/* Set up the listener: the socket systemd passed (LISTEN_FDS) when there is
+ * one, else bind and listen on opts->socket_path (sockpath_bind: every
+ * directory on the way checked, a stale socket of a dead daemon replaced, a
+ * live one refused).  Connections wait in the backlog until srv_listen.
+ * The options are copied.  On failure returns a negative error and a
+ * sentence in ret_err; nothing is left behind (run the loop once so the
+ * handles close). */
 int srv_create(uv_loop_t *loop, const srv_options_t *opts, const srv_handlers_t *handlers,
                srv_t **ret_srv, pto_error_t *ret_err);
 
@@ -107,68 +116,84 @@ int srv_listen(srv_t *srv, pto_error_t *ret_err);
 void srv_stop_accepting(srv_t *srv);
 
 /* Close the listener and every connection; unlink the socket file if we
- * bound it.  A connection with responses not yet written stops reading and
+ * bound it.  A connection with answers not yet written stops reading and
  * closes once they are out, or after client_timeout if its peer does not
  * read them.  The server memory is released once the loop has run the
  * close callbacks; srv must not be used after. */
 void srv_close(srv_t *srv);
 
 /* Options that a reload may change live (limits, allow-lists); the socket
- * itself is fixed for the daemon's life. */
+ * itself is fixed for the daemon's life.  A smaller max_message or
+ * max_objects applies to each connection from its next message. */
 void srv_update_options(srv_t *srv, const srv_options_t *opts);
 
 /* How the socket was obtained, for logs: "systemd" or "bound". */
 const char *srv_socket_origin(const srv_t *srv);
-/* The path clients connect to: the one bound, or the passed socket's own
- * (which may differ from [daemon] socket). */
+/* The path clients connect to: the one bound, or the passed socket's own. */
 const char *srv_socket_path(const srv_t *srv);
 uint32_t srv_client_count(const srv_t *srv);
 
-/* Queue bytes for the peer; takes ownership of data (freed with free()).
- * If the peer's unsent bytes exceed output_limit the connection is closed.
- * A no-op (data freed) once the connection is closing.  While the server is
- * corked, small messages are held and written at srv_uncork. */
+/* Bytes held for all clients now (see the top of this file). */
+typedef struct srv_memory {
+  uint64_t input;  /* read buffers and messages not yet done */
+  uint64_t output; /* answers not yet written */
+  uint64_t limit;  /* clients_memory */
+} srv_memory_t;
+void srv_memory(const srv_t *srv, srv_memory_t *ret);
+
+/* Queue bytes for the peer and take ownership of data (freed with free()).
+ * Written at once when the socket takes them, else as it drains; while the
+ * server is corked, at srv_uncork (one writev for all).  Over output_limit
+ * (or the connection holding the most when all clients' unsent answers
+ * pass clients_memory) the connection is closed.  A no-op (data freed) once
+ * the connection is closing. */
 void srv_conn_send(srv_conn_t *conn, char *data, size_t len);
 
-/* Message buffers of this size or more should be backed by transparent
- * huge pages: a 4 KiB page fault costs 10-20 us on a virtual machine and a
- * fresh 64 MiB buffer takes 16384 of them (seconds of faults per GiB),
- * against 32 faults with 2 MiB pages.  srv_buffer_hint(p, len) asks the
- * kernel for them (madvise MADV_HUGEPAGE on the 2 MiB-aligned part of the
- * buffer; a no-op below the size or where THP is off).  The server does it
- * for its read buffers; whoever builds a large response does it for that. */
-#define SRV_HUGE_BUFFER ((size_t)2 << 20)
-void srv_buffer_hint(void *p, size_t len);
+/* The service is done with msg (answered, or dropped because its client
+ * went away): frees it, releases its charge and the connection's pending
+ * slot, and resumes reading where flow control had paused it.  conn may
+ * already be closed; its memory lives until its last message is done. */
+void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg);
 
-/* Cork the server around a batch of sends (the responses of every
- * completion found at once, the answers to every message of one read):
- * srv_uncork then writes each connection's held messages with one system
- * call instead of one per message.  Nests; both must be called in the same
- * loop callback, so nothing is held across loop iterations. */
+/* The connection sent something it cannot recover from (err): stop reading
+ * it, answer what it has pending, then on_fatal and close. */
+void srv_conn_fail(srv_conn_t *conn, const pto_error_t *err);
+
+/* Cork the server around a batch of sends (the answers of every completion
+ * found at once, of every message of one read): srv_uncork then writes each
+ * connection's answers with one writev.  Nests; both must be called in the
+ * same loop callback, so nothing is held across loop iterations. */
 void srv_cork(srv_t *srv);
 void srv_uncork(srv_t *srv);
-
-/* Send, then close the connection once the bytes are out (a fatal error
- * notification, PERMISSION_DENIED). */
-void srv_conn_send_and_close(srv_conn_t *conn, char *data, size_t len);
 
 /* Close now (bytes not yet written are dropped). */
 void srv_conn_close(srv_conn_t *conn);
 
-/* The service answered (or dropped) the last of the connection's pending
- * requests.  A peer that shut down its sending side (shutdown(SHUT_WR))
- * still gets every answer to what it sent; once nothing is pending the
- * connection closes after its last bytes are written. */
-void srv_conn_pending_done(srv_conn_t *conn);
+/* The peer, as the kernel vouched for it (SO_PEERCRED). */
+uint64_t srv_conn_id(const srv_conn_t *conn);
+pid_t srv_conn_pid(const srv_conn_t *conn);
+uid_t srv_conn_uid(const srv_conn_t *conn);
+/* Messages handed on and not yet done. */
+uint32_t srv_conn_pending(const srv_conn_t *conn);
 
-/* Keep the connection's memory alive while a request refers to it; unref
- * frees it once closed and unreferenced.  Loop thread only. */
-void srv_conn_ref(srv_conn_t *conn);
-void srv_conn_unref(srv_conn_t *conn);
+/* The service's own per-connection state. */
+void srv_conn_set_data(srv_conn_t *conn, void *data);
+void *srv_conn_data(const srv_conn_t *conn);
 
-/* Whether the peer has gone; safe from any thread. */
+/* Set once the connection starts closing; for the device thread, which
+ * drops a queued job whose client is gone. */
+atomic_bool *srv_conn_gone_flag(srv_conn_t *conn);
 static inline bool srv_conn_gone(srv_conn_t *conn) {
-  return atomic_load_explicit(&conn->gone, memory_order_acquire);
+  return atomic_load_explicit(srv_conn_gone_flag(conn), memory_order_acquire);
 }
+
+/* Message buffers of this size or more should be backed by transparent
+ * huge pages: a 4 KiB page fault costs 10-20 us on a virtual machine and a
+ * fresh 64 MiB buffer takes 16384 of them, against 32 faults with 2 MiB
+ * pages.  srv_buffer_hint(p, len) asks the kernel for them (madvise
+ * MADV_HUGEPAGE on the 2 MiB-aligned part; a no-op below the size or where
+ * THP is off). */
+#define SRV_HUGE_BUFFER ((size_t)2 << 20)
+void srv_buffer_hint(void *p, size_t len);
 
 #endif

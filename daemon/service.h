@@ -1,62 +1,34 @@
-/* service.h — the method table: from one whole message to its response.
- *
- * The server hands every message to service_on_message.  The service
- * decodes and validates it on the loop (unknown keys, sizing rules), serves
- * ping, status, metrics, programs, buffer.list and advise at once, and
- * admits the methods that touch the device (dispatch, buffer.alloc,
- * buffer.write, buffer.read, buffer.free, prewarm) to the device thread as
- * one request each (jobs.c runs them there and encodes their responses).
- *
- * A request keeps the message bytes and their decoded form alive until its
- * response is sent, and keeps a reference on its connection, so a client
- * that vanishes never leaves a dangling pointer: its queued requests are
- * dropped unrun, a running one finishes and its response is discarded.
- */
+/* service.h — what the daemon answers: the methods served on the loop, and
+ * the checks a device request passes before it may wait for the device.
+ * request.c calls these; the device methods themselves are jobs.c's. */
 #ifndef PTOD_SERVICE_H
 #define PTOD_SERVICE_H
 
-#include <msgpack.h>
-
-#include "dispatch.h"
 #include "methods.h"
 #include "ptod.h"
-#include "server.h"
+#include "request.h"
 
-typedef struct svc_request {
-  dsp_job_t job; /* first: the device thread sees the request as its job */
-  ptod_t *d;
-  srv_conn_t *conn;
-  srv_msg_t *msg;
-  msgpack_unpacked unpacked;
-  uint32_t msgid;
-  proto_method_t method;
-  proto_params_t params;
-  pto_sizing_t baseline; /* the config level ([ring]) when admitted */
-  uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
-  char *diagnostics_dir; /* a copy, when a dispatch asks for scope stats */
-  /* The encoded response, filled on the device thread. */
-  msgpack_sbuffer response;
-  int result_code; /* PTO_OK or the error code answered */
-} svc_request_t;
+/* What a result served on the loop points into, freed after it is sent. */
+typedef struct service_scratch {
+  char *text;
+  proto_program_info_t *programs;
+  buf_info_t *infos;
+  proto_buffer_info_t *bufs;
+  char advice[512];
+} service_scratch_t;
 
-/* The server's handlers, bound to d. */
-srv_handlers_t service_handlers(ptod_t *d);
+/* Serve a method that needs no device (ping, status, metrics, programs,
+ * buffer.list, advise): 1 with *result filled (it may point into
+ * *scratch), 0 when the method is one for the device, or a negative error
+ * with the sentence in err.  Call service_scratch_free after, always. */
+int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
+                  service_scratch_t *scratch, pto_error_t *err);
+void service_scratch_free(service_scratch_t *scratch);
 
-/* Encode [1, msgid, {error}, nil] into a fresh sbuffer and send it. */
-void service_send_error(srv_conn_t *conn, uint32_t msgid, const pto_error_t *err);
-
-/* The status `arena` map as it is now. */
-void service_arena_snapshot(ptod_t *d, proto_arena_t *ret);
-
-/* Device thread: run the request and encode its response (jobs.c). */
-void jobs_run(dsp_job_t *job);
-
-/* Build the arena for `sizing` and record it as the prewarmed one (device
- * thread, or start-up before the device thread has work). */
-int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,
-                 pto_error_t *err);
-
-/* Release the staging area (shut-down). */
-void jobs_release_staging(ptod_t *d);
+/* The checks of a device request that need no device, before it is
+ * queued: a dispatch's program exists and takes that many arguments, its
+ * answer fits output_limit, the diagnostics it asks for can be given.
+ * Returns 0, or a negative error with the sentence in err. */
+int service_admit(ptod_t *d, req_t *req, pto_error_t *err);
 
 #endif

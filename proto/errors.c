@@ -47,9 +47,28 @@ int pto_error_set(pto_error_t *err, int code, const char *fmt, ...) {
     va_list ap;
     pto_error_clear(err);
     err->code = code;
+    int n;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    n = vsnprintf(err->message, sizeof(err->message), fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof(err->message)) pto_utf8_cut(err->message, sizeof(err->message) - 1);
   }
   return -code;
+}
+
+size_t pto_utf8_cut(char *text, size_t len) {
+  size_t start = len, need;
+  unsigned char lead;
+  /* Back to the first byte of the last character, then keep it only if
+   * all of it is there. */
+  while (start > 0 && ((unsigned char)text[start - 1] & 0xc0) == 0x80 && len - start < 3) start--;
+  if (start == 0) {
+    text[len] = '\0';
+    return len;
+  }
+  lead = (unsigned char)text[start - 1];
+  need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  if (len - (start - 1) < need) len = start - 1;
+  text[len] = '\0';
+  return len;
 }

@@ -250,11 +250,14 @@ static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto
 static int arg_no_nil(schema_ctx_t *ctx, const msgpack_object *o) {
   for (uint32_t i = 0; i < o->via.map.size; i++) {
     const msgpack_object_kv *kv = &o->via.map.ptr[i];
-    if (kv->val.type == MSGPACK_OBJECT_NIL && kv->key.type == MSGPACK_OBJECT_STR)
-      return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
-                           "%skey '%.*s' is nil; a dispatch argument must be one of " ARG_FORMS ".",
-                           ctx->prefix, (int)(kv->key.via.str.size > 32 ? 32 : kv->key.via.str.size),
-                           kv->key.via.str.ptr);
+    char shown[4 * 32 + 4];
+    if (kv->val.type != MSGPACK_OBJECT_NIL || kv->key.type != MSGPACK_OBJECT_STR) continue;
+    if (proto_escape_text(kv->key.via.str.ptr, kv->key.via.str.size, 32, shown,
+                          sizeof(shown) - 3) < kv->key.via.str.size)
+      strcat(shown, "...");
+    return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                         "%skey '%s' is nil; a dispatch argument must be one of " ARG_FORMS ".",
+                         ctx->prefix, shown);
   }
   return 0;
 }
@@ -447,12 +450,19 @@ static const schema_spec_t dispatches_rows[] = {
     ROW_COUNT("rejected", T, dispatches.rejected),
 };
 static const schema_t dispatches_schema = SCHEMA(dispatches_rows);
+static const schema_spec_t client_memory_rows[] = {
+    ROW_COUNT("input", T, client_memory.input),
+    ROW_COUNT("output", T, client_memory.output),
+    ROW_COUNT("limit", T, client_memory.limit),
+};
+static const schema_t client_memory_schema = SCHEMA(client_memory_rows);
 static const schema_spec_t status_rows[] = {
     ROW_U("device", T, device, 0, UINT32_MAX, 0),  ROW_K("platform", SK_STR, T, platform, 0),
     ROW_K("version", SK_STR, T, version, 0),       ROW_COUNT("uptime_s", T, uptime_s),
     ROW_K("state", SK_STR, T, state, 0),           ROW_MAP_HERE("queue", queue_schema),
     ROW_MAP("arena", T, arena, arena_schema, 0),   ROW_MAP_HERE("memory", memory_schema),
     ROW_MAP_HERE("dispatches", dispatches_schema), ROW_COUNT("clients", T, clients),
+    ROW_MAP_HERE("client_memory", client_memory_schema),
 };
 #undef T
 static const schema_t status_schema = SCHEMA(status_rows);

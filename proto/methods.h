@@ -226,6 +226,9 @@ typedef struct proto_status_result {
     uint64_t ok, failed, rejected;
   } dispatches;
   uint64_t clients;
+  struct {
+    uint64_t input, output, limit; /* bytes held for all clients; clients_memory */
+  } client_memory;
 } proto_status_result_t;
 
 typedef struct proto_text {

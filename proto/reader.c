@@ -92,10 +92,18 @@ void proto_reader_init(proto_reader_t *r, size_t max_message) {
 
 void proto_reader_reset(proto_reader_t *r) {
   size_t max = r->max_message;
+  uint64_t max_objects = r->max_objects;
   memset(r, 0, sizeof(*r));
   r->max_message = max;
+  r->max_objects = max_objects;
   r->need = 1;
   r->remaining[0] = 1;
+  r->declared = 1;
+}
+
+void proto_reader_set_limits(proto_reader_t *r, size_t max_message, uint64_t max_objects) {
+  r->max_message = max_message;
+  r->max_objects = max_objects;
 }
 
 bool proto_reader_msgid(const proto_reader_t *r, uint32_t *ret_msgid) {
@@ -207,6 +215,20 @@ int proto_reader_feed(proto_reader_t *r, const void *data, size_t len, size_t *r
       return too_large(r, &h, claim, least, ret_err);
     }
 
+    r->declared += children;
+    if (r->max_objects && r->declared > r->max_objects) {
+      r->remaining[0] = UINT64_MAX;
+      pto_error_set(ret_err, PTO_E_MESSAGE_TOO_LARGE,
+                    "The message holds more than max_objects = %" PRIu64 " msgpack objects (a "
+                    "container at byte %zu makes it at least %" PRIu64 "); each takes memory "
+                    "once decoded: send fewer per message or raise max_objects.",
+                    r->max_objects, r->offset, r->declared);
+      if (ret_err) {
+        ret_err->requested = r->declared;
+        ret_err->capacity = r->max_objects;
+      }
+      return -PTO_E_MESSAGE_TOO_LARGE;
+    }
     note_msgid(r, p, &h);
     if (r->depth == 0 && h.kind == ELEM_ARRAY) r->top_count = (uint32_t)children;
     r->objects++;

@@ -53,6 +53,8 @@ typedef struct proto_reader {
   uint64_t need;      /* the least number of bytes still to come */
   uint64_t skip;      /* payload bytes of the current str/bin/ext/number left to skip */
   uint64_t objects;   /* msgpack objects seen so far in this message */
+  uint64_t max_objects; /* 0: no limit beyond max_message */
+  uint64_t declared;  /* objects seen or announced by a container header */
   uint32_t depth;     /* containers open */
   uint32_t top_count; /* element count of the outermost array, 0 if not an array */
   bool has_msgid;
@@ -64,6 +66,13 @@ typedef struct proto_reader {
 
 /* max_message: the largest message accepted, in bytes (>= 1). */
 void proto_reader_init(proto_reader_t *r, size_t max_message);
+
+/* Change the limits; they apply from the next header walked (call it
+ * between messages).  max_objects: the most msgpack objects one message may
+ * hold (0: none beyond max_message); a container header that announces more
+ * fails at once with PTO_E_MESSAGE_TOO_LARGE, before msgpack-c allocates
+ * its 24 bytes per object. */
+void proto_reader_set_limits(proto_reader_t *r, size_t max_message, uint64_t max_objects);
 
 /* Forget the current message and get ready for the next one (max_message is
  * kept).  Call after a complete message, before feeding the bytes after it. */

@@ -93,6 +93,7 @@ static void full_key(const schema_ctx_t *ctx, const char *key, char *buf, size_t
   n += k;
   if (n > 0 && buf[n - 1] == '.') n--;
   buf[n] = '\0';
+  pto_utf8_cut(buf, n);
 }
 
 static int fail(schema_ctx_t *ctx, int code, const char *key, const char *fmt, ...)
@@ -343,7 +344,7 @@ static void known_keys(const schema_t *sc, char *buf, size_t len) {
 
 static int check_key(schema_ctx_t *ctx, const schema_t *sc, const msgpack_object *k,
                      size_t *ret_row) {
-  char desc[64], known[256], name[PROTO_NAME_MAX + 1];
+  char desc[64], known[256], name[4 * PROTO_NAME_MAX + 4];
   if (k->type != MSGPACK_OBJECT_STR) {
     proto_describe(k, desc, sizeof(desc));
     return fail(ctx, PTO_E_INVALID_REQUEST, NULL,
@@ -358,9 +359,9 @@ static int check_key(schema_ctx_t *ctx, const schema_t *sc, const msgpack_object
   }
   *ret_row = SIZE_MAX;
   if (!ctx->strict) return 0;
-  snprintf(name, sizeof(name), "%.*s",
-           (int)(k->via.str.size > PROTO_NAME_MAX ? PROTO_NAME_MAX : k->via.str.size),
-           k->via.str.ptr);
+  if (proto_escape_text(k->via.str.ptr, k->via.str.size, PROTO_NAME_MAX, name, sizeof(name) - 3) <
+      k->via.str.size)
+    strcat(name, "...");
   if (sc->nfields == 0)
     return fail(ctx, PTO_E_INVALID_REQUEST, name, "unknown key '%s' in %s; %s takes no parameters.",
                 name, ctx->what, ctx->method);

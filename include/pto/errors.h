@@ -81,6 +81,13 @@ void pto_error_clear(pto_error_t *err);
 int pto_error_set(pto_error_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Cut text to at most len bytes on a UTF-8 character boundary (a
+ * character split by the cut goes whole) and NUL-terminate it there; text
+ * must have room for len + 1 bytes.  Returns the new length.  Every cut of
+ * text that may hold a client's bytes goes through here, so a message
+ * stays valid UTF-8. */
+size_t pto_utf8_cut(char *text, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import msgpack  # noqa: E402
 
 import harness  # noqa: E402
-from harness import hold_device, noop, wait_until  # noqa: E402
+from harness import hold_device, metric, noop, parse_prometheus, wait_until  # noqa: E402
 
 
 def nested(depth, inner=None):
@@ -159,7 +159,7 @@ class Framing(harness.DaemonTest):
         with self.d.client() as c:
             c.send_raw(msgpack.packb([0, 1, "ping", []])[:-2])
             self.assertEqual(c.read_until_eof(), [])
-        self.assertIn("sent part of a message and then nothing", self.d.read_log())
+        self.assertIn("to send one message", self.d.read_log())
 
     def test_half_message_then_close(self):
         with self.d.client() as c:
@@ -191,21 +191,30 @@ class Limits(harness.DaemonTest):
         self.assertEqual(a.call("ping")["state"], "ready")
 
     def test_max_pending(self):
+        """At max_pending the daemon stops reading the connection instead of
+        answering BUSY: what the client sent beyond it waits in the socket
+        and is answered once earlier answers went out."""
         d = self.daemon(config={"daemon": {"max_pending": "2"}})
         with d.client() as a:
             hold = hold_device(d, a)
             queued = a.send("dispatch", noop())
-            err = a.call_err("buffer.alloc", {"name": "x", "bytes": 8})
-            self.assertError(err, "BUSY", contains=["max_pending"])
-            # Methods served on the loop do not count.
-            self.assertEqual(a.call("ping")["state"], "ready")
+            alloc = a.send("buffer.alloc", {"name": "x", "bytes": 8})
+            ping = a.send("ping")
             with d.client() as b:  # the limit is per connection
-                b.call("buffer.list")
+                self.assertEqual(b.call("buffer.list"), [])
                 bq = b.send("dispatch", noop())
-                a.result(hold)
+                # While the hold runs, a's third and fourth requests are not
+                # read: the buffer does not exist yet.
+                self.assertEqual(b.call("buffer.list"), [])
+                self.assertEqual(a.result(hold)["tasks"], 1)
                 a.result(queued)
+                self.assertEqual(a.result(alloc), {"name": "x", "bytes": 8})
+                self.assertEqual(a.result(ping)["state"], "ready")
                 b.result(bq)
-            a.call("buffer.alloc", {"name": "x", "bytes": 8})
+            s = d.status()
+            self.assertEqual(s["dispatches"]["rejected"], 0)
+            samples, _ = parse_prometheus(d.call("metrics"))
+            self.assertEqual(metric(samples, "ptod_errors_total", name="BUSY"), 0)
 
     def test_output_limit(self):
         """A client that never reads its responses is disconnected once they
@@ -328,6 +337,38 @@ class Socket(harness.DaemonTest):
         self.assertEqual(d.wait(), 1)
         self.assertIn("belongs to uid 65534", d.read_log())
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to hand a directory to another user")
+    def test_ancestor_of_another_user_is_refused(self):
+        """Not only the parent: a directory further up that another user
+        owns lets them rename our directory away and put theirs in place."""
+        theirs = os.path.join(self.tmpdir(), "theirs")
+        os.mkdir(theirs, 0o755)
+        ours = os.path.join(theirs, "ours")
+        os.mkdir(ours, 0o750)
+        os.chown(theirs, 65534, 65534)
+        d = self.daemon(socket_path=os.path.join(ours, "ptod.sock"), ready=False)
+        d.expected_exit = 1
+        self.assertEqual(d.wait(), 1)
+        self.assertIn("Directory '%s' on the way to the socket belongs to uid 65534" % theirs,
+                      d.read_log())
+        self.assertNotIn("Prewarming", d.read_log())
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to hand a link to another user")
+    def test_link_of_another_user_is_refused(self):
+        base = self.tmpdir()
+        real = os.path.join(base, "real")
+        os.mkdir(real, 0o750)
+        link = os.path.join(base, "link")
+        os.symlink(real, link)
+        os.lchown(link, 65534, 65534)
+        d = self.daemon(socket_path=os.path.join(link, "ptod.sock"), ready=False)
+        d.expected_exit = 1
+        self.assertEqual(d.wait(), 1)
+        self.assertIn("is a symbolic link of uid 65534", d.read_log())
+        os.lchown(link, 0, 0)  # one of ours leads to a directory of ours: fine
+        d = self.daemon(socket_path=os.path.join(link, "ptod.sock"))
+        self.assertEqual(d.call("ping")["state"], "ready")
+
     def test_stale_socket_is_replaced(self):
         path = os.path.join(self.tmpdir(), "stale.sock")
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -346,6 +387,8 @@ class Socket(harness.DaemonTest):
         second.expected_exit = 1
         self.assertNotEqual(second.wait(), 0)
         self.assertIn("Another daemon is already serving on '%s'" % first.socket, second.read_log())
+        # It noticed before building an arena, not after.
+        self.assertNotIn("Prewarming", second.read_log())
         self.assertEqual(first.call("ping")["state"], "ready")
         self.assertTrue(os.path.exists(first.socket))
 

@@ -48,7 +48,7 @@ class Methods(harness.DaemonTest):
     def test_status_shape(self):
         s = self.c.call("status")
         self.assertEqual(set(s), {"device", "platform", "version", "uptime_s", "state", "queue",
-                                  "arena", "memory", "dispatches", "clients"})
+                                  "arena", "memory", "dispatches", "clients", "client_memory"})
         self.assertEqual(s["device"], 0)
         self.assertEqual(s["platform"], "sim")
         self.assertEqual(s["state"], "ready")
@@ -218,7 +218,7 @@ class Methods(harness.DaemonTest):
         """The name is echoed escaped: the error stays valid UTF-8."""
         raw = b"\x94\x00\xcd\x03\xe8\xa4\xff\xfe\\A\x90"  # [0, 1000, "\xff\xfe\\A", []]
         err, _ = self.raw_then_ping(raw)
-        self.assertError(err, "UNKNOWN_METHOD", contains=["'\\xff\\xfe\\x5cA'"])
+        self.assertError(err, "UNKNOWN_METHOD", contains=["'\\xff\\xfe\\\\A'"])
 
     def raw_then_ping(self, raw):
         """Send raw bytes, then a ping; the response to the raw message (msgid

@@ -33,13 +33,14 @@ class Queue(harness.DaemonTest):
             self.assertEqual(a.result(hold)["tasks"], 1)
 
     def test_busy_when_the_queue_is_full(self):
-        d = self.daemon(config={"daemon": {"queue_depth": "2"}})
+        """queue_full = busy: fail fast beyond queue_depth."""
+        d = self.daemon(config={"daemon": {"queue_depth": "2", "queue_full": "busy"}})
         with d.client() as a, d.client() as b:
             hold = hold_device(d, a)
             queued = [b.send("dispatch", noop()) for _ in range(2)]
             wait_until(lambda: d.status()["queue"]["depth"] == 2, what="two queued")
             err = b.call_err("dispatch", noop())
-            self.assertError(err, "BUSY", contains=["queue_depth = 2"])
+            self.assertError(err, "BUSY", contains=["queue_depth = 2", "queue_full = busy"])
             # buffer methods go through the same queue
             err = b.call_err("buffer.alloc", {"name": "x", "bytes": 16})
             self.assertError(err, "BUSY")

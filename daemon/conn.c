@@ -1,0 +1,496 @@
+/* conn.c — one connection's bytes: reading and cutting messages, flow
+ * control, writing answers, its timer, closing.  The model is server.h's. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server_internal.h"
+
+#define READ_CHUNK (64 * 1024)
+#define READS_PER_EVENT 4 /* then the loop serves the others */
+#define WRITE_IOVECS 64
+
+struct out_chunk {
+  out_chunk_t *next;
+  char *data;
+  size_t len, off;
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t srv_conn_id(const srv_conn_t *conn) { return conn->id; }
+pid_t srv_conn_pid(const srv_conn_t *conn) { return conn->pid; }
+uid_t srv_conn_uid(const srv_conn_t *conn) { return conn->uid; }
+uint32_t srv_conn_pending(const srv_conn_t *conn) { return conn->pending; }
+void srv_conn_set_data(srv_conn_t *conn, void *data) { conn->data = data; }
+void *srv_conn_data(const srv_conn_t *conn) { return conn->data; }
+atomic_bool *srv_conn_gone_flag(srv_conn_t *conn) { return &conn->gone; }
+
+/* ---- closing -------------------------------------------------------------- */
+
+static void conn_unref(srv_conn_t *conn) {
+  if (--conn->refs > 0) return;
+  srv_conn_unlink(conn);
+  free(conn);
+}
+
+static void conn_on_closed(uv_handle_t *handle) {
+  srv_conn_t *conn = handle->data;
+  if (--conn->open_handles > 0) return;
+  close(conn->fd);
+  conn_unref(conn);
+}
+
+static void set_read_buffer(srv_conn_t *conn, char *buf, size_t cap) {
+  srv_account_input(conn->srv, (int64_t)cap - (int64_t)conn->rcap);
+  conn->rbuf = buf;
+  conn->rcap = cap;
+}
+
+void conn_free_output(srv_conn_t *conn) {
+  out_chunk_t *c, *next;
+  for (c = conn->out_head; c; c = next) {
+    next = c->next;
+    free(c->data);
+    free(c);
+  }
+  conn->out_head = conn->out_tail = NULL;
+  conn->srv->output -= conn->out_bytes;
+  conn->out_bytes = 0;
+}
+
+void srv_conn_close(srv_conn_t *conn) {
+  srv_t *srv = conn->srv;
+  if (conn->closing) return;
+  conn->closing = true;
+  atomic_store_explicit(&conn->gone, true, memory_order_release);
+  conn_free_output(conn); /* answers not yet written are dropped */
+  free(conn->rbuf);
+  set_read_buffer(conn, NULL, 0);
+  conn->rpos = conn->rlen = 0;
+  srv->clients--;
+  srv_release_pass(srv, conn);
+  srv->handlers.on_close(conn, srv->handlers.data);
+  uv_close((uv_handle_t *)&conn->timer, conn_on_closed);
+  uv_close((uv_handle_t *)&conn->poll, conn_on_closed);
+}
+
+/* ---- flow control and the timer ------------------------------------------- */
+
+/* Whether the socket should be read now. */
+static bool wants_read(srv_conn_t *conn) {
+  const srv_options_t *o = &conn->srv->opts;
+  if (conn->closing || conn->read_eof || conn->failing || conn->close_after_write) return false;
+  if (conn->pending >= o->max_pending) return false;
+  if (conn->pending > 0 && conn->rcap + conn->held >= o->input_limit) return false;
+  return srv_input_allows(conn->srv, conn);
+}
+
+static void conn_on_poll(uv_poll_t *handle, int status, int events);
+static void conn_on_timer(uv_timer_t *timer);
+
+/* The timer's next deadline: the message under way must end within
+ * client_timeout of its first byte (while we read it: time we spend with
+ * reading paused is not the client's); an idle connection goes after
+ * idle_timeout; at shut-down, unsent answers are given up. */
+static uint64_t next_deadline(srv_conn_t *conn, bool reading) {
+  const srv_options_t *o = &conn->srv->opts;
+  uint64_t at = UINT64_MAX;
+  if (conn->flush_deadline_ns) at = conn->flush_deadline_ns;
+  if (reading && conn->msg_start_ns && o->client_timeout_ms) {
+    uint64_t t = conn->msg_start_ns + o->client_timeout_ms * 1000000u;
+    if (t < at) at = t;
+  }
+  if (o->idle_timeout_ms && conn->idle_since_ns) {
+    uint64_t t = conn->idle_since_ns + o->idle_timeout_ms * 1000000u;
+    if (t < at) at = t;
+  }
+  return at;
+}
+
+void conn_update(srv_conn_t *conn) {
+  bool reading, idle;
+  int events;
+  uint64_t at, now;
+  if (conn->closing) return;
+  reading = wants_read(conn);
+  events = (reading ? UV_READABLE : 0) | (conn->out_head ? UV_WRITABLE : 0);
+  if (events != conn->events) {
+    if (events)
+      uv_poll_start(&conn->poll, events, conn_on_poll);
+    else
+      uv_poll_stop(&conn->poll);
+    conn->events = events;
+  }
+  idle = conn->pending == 0 && !conn->out_head && !conn->msg_start_ns;
+  if (!idle)
+    conn->idle_since_ns = 0;
+  else if (!conn->idle_since_ns)
+    conn->idle_since_ns = now_ns();
+  at = next_deadline(conn, reading);
+  if (at == UINT64_MAX) {
+    uv_timer_stop(&conn->timer);
+    return;
+  }
+  now = now_ns();
+  uv_timer_start(&conn->timer, conn_on_timer, at > now ? (at - now + 999999u) / 1000000u : 0, 0);
+}
+
+static void conn_on_timer(uv_timer_t *timer) {
+  srv_conn_t *conn = timer->data;
+  const srv_options_t *o = &conn->srv->opts;
+  uint64_t now = now_ns();
+  if (conn->flush_deadline_ns && now >= conn->flush_deadline_ns) {
+    log_warning("Client %llu did not read its last %llu bytes of answers within %llu ms; closing "
+                "without them.",
+                (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
+                (unsigned long long)o->client_timeout_ms);
+    srv_conn_close(conn);
+    return;
+  }
+  if (conn->msg_start_ns && now >= conn->msg_start_ns + o->client_timeout_ms * 1000000u &&
+      (conn->events & UV_READABLE)) {
+    log_client(LOG_INFO,
+               "Client %llu (pid %d, uid %u) took more than client_timeout = %llu ms to send "
+               "one message (%zu bytes so far); disconnecting it.",
+               (unsigned long long)conn->id, (int)conn->pid, (unsigned)conn->uid,
+               (unsigned long long)o->client_timeout_ms, conn->rlen - conn->rpos);
+    srv_conn_close(conn);
+    return;
+  }
+  if (o->idle_timeout_ms && conn->idle_since_ns &&
+      now >= conn->idle_since_ns + o->idle_timeout_ms * 1000000u) {
+    log_debug("Client %llu was idle for idle_timeout = %llu ms; closing it.",
+              (unsigned long long)conn->id, (unsigned long long)o->idle_timeout_ms);
+    srv_conn_close(conn);
+    return;
+  }
+  conn_update(conn);
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static void conn_finish_if_done(srv_conn_t *conn);
+
+void conn_flush(srv_conn_t *conn) {
+  while (conn->out_head && !conn->closing) {
+    struct iovec iov[WRITE_IOVECS];
+    int n = 0;
+    ssize_t wrote;
+    for (out_chunk_t *c = conn->out_head; c && n < WRITE_IOVECS; c = c->next, n++) {
+      iov[n].iov_base = c->data + c->off;
+      iov[n].iov_len = c->len - c->off;
+    }
+    wrote = writev(conn->fd, iov, n);
+    if (wrote < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      log_debug("Client %llu: write failed: %s.", (unsigned long long)conn->id, strerror(errno));
+      srv_conn_close(conn);
+      return;
+    }
+    conn->out_bytes -= (uint64_t)wrote;
+    conn->srv->output -= (uint64_t)wrote;
+    while (wrote > 0) {
+      out_chunk_t *c = conn->out_head;
+      size_t left = c->len - c->off;
+      if ((size_t)wrote < left) {
+        c->off += (size_t)wrote;
+        break;
+      }
+      wrote -= (ssize_t)left;
+      conn->out_head = c->next;
+      if (!conn->out_head) conn->out_tail = NULL;
+      free(c->data);
+      free(c);
+    }
+  }
+  if (conn->closing) return;
+  if (!conn->out_head && conn->close_after_write) {
+    srv_conn_close(conn);
+    return;
+  }
+  conn_update(conn);
+}
+
+void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
+  srv_t *srv = conn->srv;
+  out_chunk_t *c;
+  if (conn->closing || len == 0 || !(c = calloc(1, sizeof(*c)))) {
+    free(data);
+    if (!conn->closing && len) srv_conn_close(conn);
+    return;
+  }
+  c->data = data;
+  c->len = len;
+  if (conn->out_tail)
+    conn->out_tail->next = c;
+  else
+    conn->out_head = c;
+  conn->out_tail = c;
+  conn->out_bytes += len;
+  srv->output += len;
+  /* Held for a batch while corked, as long as the batch stays within
+   * output_limit; past it, written now, and what the socket does not take
+   * must fit output_limit: whatever produced the answers, a client that
+   * does not read them cannot make the daemon hold more than that. */
+  if (srv->cork_depth > 0 && conn->out_bytes <= srv->opts.output_limit) {
+    if (!conn->flush_listed) {
+      conn->flush_listed = true;
+      conn->flush_next = srv->flush_list;
+      srv->flush_list = conn;
+    }
+  } else {
+    conn_flush(conn);
+    if (!conn->closing && conn->out_bytes > srv->opts.output_limit) {
+      log_client(LOG_WARNING,
+                 "Client %llu has %llu bytes of answers it does not read (output_limit %llu); "
+                 "disconnecting it.",
+                 (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
+                 (unsigned long long)srv->opts.output_limit);
+      srv_conn_close(conn);
+      return;
+    }
+  }
+  srv_check_output(srv);
+}
+
+void conn_close_after_flush(srv_conn_t *conn, uint64_t timeout_ms) {
+  conn->close_after_write = true;
+  conn->flush_deadline_ns = now_ns() + timeout_ms * 1000000u;
+  conn_update(conn);
+}
+
+/* ---- fatal errors ---------------------------------------------------------- */
+
+void srv_conn_fail(srv_conn_t *conn, const pto_error_t *err) {
+  if (conn->closing || conn->failing) return;
+  conn->failing = true;
+  conn->fail_err = *err;
+  conn->fail_has_msgid = proto_reader_msgid(&conn->reader, &conn->fail_msgid);
+  conn_finish_if_done(conn);
+}
+
+/* A failing connection with nothing pending gets its last message; a
+ * half-closed one with nothing pending closes once its answers are out. */
+static void conn_finish_if_done(srv_conn_t *conn) {
+  if (conn->closing || conn->pending > 0) return;
+  if (conn->failing && !conn->close_after_write) {
+    srv_t *srv = conn->srv;
+    conn->close_after_write = true;
+    srv->handlers.on_fatal(conn, &conn->fail_err, conn->fail_has_msgid ? &conn->fail_msgid : NULL,
+                           srv->handlers.data);
+  } else if (conn->read_eof) {
+    conn->close_after_write = true;
+  }
+  if (conn->closing) return;
+  if (conn->close_after_write && !conn->out_head)
+    srv_conn_close(conn);
+  else
+    conn_update(conn);
+}
+
+/* ---- reading --------------------------------------------------------------- */
+
+/* Room for the next read: the unread tail moved to the front, and the
+ * buffer grown at once to what the reader knows the message still needs
+ * (not by doubling read after read), up to max_message. */
+static bool reserve_read(srv_conn_t *conn) {
+  size_t cap_limit = conn->reader.max_message + READ_CHUNK, want;
+  if (conn->rpos > 0) {
+    memmove(conn->rbuf, conn->rbuf + conn->rpos, conn->rlen - conn->rpos);
+    conn->rlen -= conn->rpos;
+    conn->rpos = 0;
+  }
+  want = READ_CHUNK / 4;
+  if (conn->reader.need > want)
+    want = conn->reader.need < cap_limit - conn->rlen ? (size_t)conn->reader.need
+                                                      : cap_limit - conn->rlen;
+  if (conn->rcap - conn->rlen < want && conn->rcap < cap_limit) {
+    size_t cap = conn->rcap ? conn->rcap * 2 : READ_CHUNK;
+    char *grown;
+    while (cap - conn->rlen < want && cap < cap_limit) cap *= 2;
+    if (cap > cap_limit) cap = cap_limit;
+    grown = realloc(conn->rbuf, cap);
+    if (!grown) return conn->rcap > conn->rlen;
+    srv_buffer_hint(grown, cap);
+    set_read_buffer(conn, grown, cap);
+  }
+  return conn->rcap > conn->rlen;
+}
+
+/* Hand the message [rpos, rpos+len) to the service, in memory of its own. */
+static int conn_deliver(srv_conn_t *conn, size_t len) {
+  srv_t *srv = conn->srv;
+  srv_msg_t *msg = malloc(sizeof(*msg));
+  if (!msg) return -ENOMEM;
+  msg->len = len;
+  msg->objects = proto_reader_objects(&conn->reader);
+  if (conn->rpos == 0 && len == conn->rlen && len >= READ_CHUNK) {
+    /* A large message alone in the buffer: give the buffer away instead of
+     * copying it (its bytes are counted as the message's from now on). */
+    msg->data = conn->rbuf;
+    msg->charge = conn->rcap;
+    conn->rbuf = NULL;
+    conn->rcap = 0;
+    conn->rlen = 0;
+  } else {
+    msg->data = malloc(len ? len : 1);
+    if (!msg->data) {
+      free(msg);
+      return -ENOMEM;
+    }
+    memcpy(msg->data, conn->rbuf + conn->rpos, len);
+    conn->rpos += len;
+    msg->charge = len;
+    srv_account_input(srv, (int64_t)len);
+  }
+  msg->charge += msg->objects * SRV_DECODED_OBJECT_BYTES;
+  srv_account_input(srv, (int64_t)(msg->objects * SRV_DECODED_OBJECT_BYTES));
+  conn->pending++;
+  conn->held += msg->charge;
+  conn->refs++;
+  srv->handlers.on_message(conn, msg, srv->handlers.data);
+  return 0;
+}
+
+/* Cut whole messages out of what has arrived, while flow control lets the
+ * connection have more pending. */
+static void conn_process(srv_conn_t *conn) {
+  srv_t *srv = conn->srv;
+  pto_error_t err;
+  size_t len;
+
+  conn->processing = true;
+  srv_cork(srv);
+  while (!conn->closing && !conn->failing && conn->rlen > conn->rpos &&
+         conn->pending < srv->opts.max_pending) {
+    int rc = proto_reader_feed(&conn->reader, conn->rbuf + conn->rpos, conn->rlen - conn->rpos,
+                               &len, &err);
+    if (rc == 0) break;
+    if (rc < 0) {
+      log_client(LOG_INFO, "Client %llu sent a message that cannot be read (%s); disconnecting it.",
+                 (unsigned long long)conn->id, err.message);
+      srv_conn_fail(conn, &err);
+      break;
+    }
+    /* The next message starts now, under the limits in force now. */
+    conn->msg_start_ns = 0;
+    srv_release_pass(srv, conn);
+    if (conn_deliver(conn, len) < 0) {
+      pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+      srv_conn_fail(conn, &err);
+      break;
+    }
+    proto_reader_reset(&conn->reader);
+    proto_reader_set_limits(&conn->reader, srv->opts.max_message, srv->opts.max_objects);
+  }
+  if (!conn->closing) {
+    if (conn->rpos == conn->rlen) conn->rpos = conn->rlen = 0;
+    if (conn->rlen > conn->rpos && !conn->msg_start_ns) conn->msg_start_ns = now_ns();
+    /* An emptied buffer that grew for one large message goes back. */
+    if (conn->rlen == 0 && conn->rcap > READ_CHUNK) {
+      free(conn->rbuf);
+      set_read_buffer(conn, NULL, 0);
+    }
+  }
+  conn->processing = false;
+  srv_uncork(srv);
+}
+
+/* After EOF: whether the peer only shut down its sending side and still
+ * reads (a Unix stream socket whose peer is gone reports POLLHUP; one whose
+ * peer called shutdown(SHUT_WR) does not). */
+static bool peer_still_reads(srv_conn_t *conn) {
+  struct pollfd p = {.fd = conn->fd, .events = POLLOUT};
+  return poll(&p, 1, 0) == 1 && !(p.revents & (POLLHUP | POLLERR));
+}
+
+static void conn_on_eof(srv_conn_t *conn) {
+  if (!peer_still_reads(conn)) {
+    srv_conn_close(conn);
+    return;
+  }
+  conn->read_eof = true;
+  if (conn->rlen > conn->rpos)
+    log_client(LOG_INFO,
+               "Client %llu shut down its side in the middle of a message; that message is "
+               "dropped.",
+               (unsigned long long)conn->id);
+  conn->msg_start_ns = 0;
+  srv_release_pass(conn->srv, conn);
+  conn_finish_if_done(conn);
+}
+
+static void conn_read(srv_conn_t *conn) {
+  for (int i = 0; i < READS_PER_EVENT && wants_read(conn); i++) {
+    ssize_t got;
+    if (!reserve_read(conn)) {
+      pto_error_t err;
+      pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+      srv_conn_fail(conn, &err);
+      break;
+    }
+    got = recv(conn->fd, conn->rbuf + conn->rlen, conn->rcap - conn->rlen, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        log_debug("Client %llu: read failed: %s.", (unsigned long long)conn->id, strerror(errno));
+        srv_conn_close(conn);
+        return;
+      }
+      break;
+    }
+    if (got == 0) {
+      conn_on_eof(conn);
+      return;
+    }
+    if (conn->rlen == conn->rpos && !conn->msg_start_ns) conn->msg_start_ns = now_ns();
+    conn->rlen += (size_t)got;
+    conn_process(conn);
+    if (conn->closing) return;
+    if ((size_t)got < READ_CHUNK / 4) break; /* the socket is most likely drained */
+  }
+  conn_update(conn);
+}
+
+static void conn_on_poll(uv_poll_t *handle, int status, int events) {
+  srv_conn_t *conn = handle->data;
+  if (status < 0) {
+    srv_conn_close(conn);
+    return;
+  }
+  if (events & UV_WRITABLE) conn_flush(conn);
+  if (!conn->closing && (events & UV_READABLE)) conn_read(conn);
+}
+
+void conn_start(srv_conn_t *conn) { conn_update(conn); }
+
+/* ---- the service is done with a message ------------------------------------- */
+
+void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg) {
+  uint64_t charge = msg->charge;
+  conn->pending--;
+  conn->held -= charge;
+  free(msg->data);
+  free(msg);
+  srv_account_input(conn->srv, -(int64_t)charge);
+  if (!conn->closing) {
+    /* Bytes already read may hold the next messages. */
+    if (!conn->processing && !conn->failing && conn->rlen > conn->rpos) conn_process(conn);
+    if (!conn->closing) conn_finish_if_done(conn);
+    if (!conn->closing && !conn->processing) conn_update(conn);
+  }
+  conn_unref(conn);
+}

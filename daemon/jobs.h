@@ -1,0 +1,19 @@
+/* jobs.h — what the device thread does for each device method (dispatch,
+ * buffer.alloc/write/read/free, prewarm).  Each job ends with its response
+ * encoded in req->response (success or error), so the loop only sends it. */
+#ifndef PTOD_JOBS_H
+#define PTOD_JOBS_H
+
+#include "dispatch.h"
+#include "ptod.h"
+#include "runtime.h"
+
+/* Device thread: run the request (a req_t) and encode its response. */
+void jobs_run(dsp_job_t *job);
+
+/* Build the arena for `sizing` and record it as the prewarmed one (device
+ * thread, or start-up before the device thread has work). */
+int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,
+                 pto_error_t *err);
+
+#endif

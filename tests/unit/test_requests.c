@@ -1,0 +1,296 @@
+/* The request module in-process: the daemon's real modules (sim device,
+ * runtime, device thread, server) on one libuv loop, driven over real
+ * sockets from the same thread.  What it shows: the device takes
+ * connections round-robin (a light connection is not queued behind a heavy
+ * one's pipeline), queue_full = busy fails fast beyond queue_depth, a
+ * closed connection's waiting requests are dropped unrun, and a drain
+ * answers what waits SHUTTING_DOWN. */
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "ptod.h"
+#include "ptod_run.h"
+#include "request.h"
+#include "server_options.h"
+
+#define MAX_ANSWERS 256
+
+typedef struct client {
+  int fd;
+  msgpack_unpacker up;
+} client_t;
+
+/* One answer as it arrived: which client, its msgid, its error name. */
+typedef struct answer {
+  int client;
+  uint32_t msgid;
+  char error[32];
+} answer_t;
+
+static ptod_t *d;
+static uv_loop_t loop;
+static char dir[48], path[96];
+static answer_t answers[MAX_ANSWERS];
+static int nanswers;
+
+static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
+  pto_error_t err;
+  srv_options_t so;
+  srv_handlers_t h;
+  d = calloc(1, sizeof(*d));
+  cfg_defaults(&d->cfg);
+  snprintf(d->cfg.device.programs, sizeof(d->cfg.device.programs), "%s", PTOD_TEST_PROGRAMS_DIR);
+  d->cfg.device.memory = 256u << 20;
+  d->cfg.device.cores = 2;
+  d->cfg.daemon.queue_depth = queue_depth;
+  d->cfg.daemon.queue_full = queue_full;
+  for (int r = 0; r < PTO_RING_COUNT; r++) {
+    d->cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 256;
+    d->cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 20;
+    d->cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 1024;
+  }
+  prewarm_record_init(&d->prewarm);
+  pthread_mutex_init(&d->lock, NULL);
+  d->started_ns = dsp_now_ns();
+  ck_assert_int_eq(ptod_open_device(d, &err), 0);
+  uv_loop_init(&loop);
+  d->loop = &loop;
+  ck_assert_int_eq(dsp_create(&loop, REQ_DEVICE_AHEAD + 1, &d->dsp), 0);
+  ck_assert_int_eq(req_queue_create(d, &d->requests), 0);
+  snprintf(dir, sizeof(dir), "/tmp/ptod-req-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/s.sock", dir);
+  so = test_server_options(path);
+  h = req_handlers(d);
+  ck_assert_int_eq(srv_create(&loop, &so, &h, &d->srv, &err), 0);
+  ck_assert_int_eq(srv_listen(d->srv, &err), 0);
+  atomic_store(&d->state, PTOD_READY);
+  nanswers = 0;
+}
+
+static void setup(void) { setup_with(64, CFG_QUEUE_WAIT); }
+static void setup_busy(void) { setup_with(2, CFG_QUEUE_BUSY); }
+
+static void teardown(void) {
+  srv_close(d->srv);
+  dsp_destroy(d->dsp);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  req_queue_free(d->requests);
+  ptod_close_device(d);
+  pthread_mutex_destroy(&d->lock);
+  prewarm_record_destroy(&d->prewarm);
+  free(d);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void client_open(client_t *c) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+  c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_eq(connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+  fcntl(c->fd, F_SETFL, O_NONBLOCK);
+  msgpack_unpacker_init(&c->up, 1 << 16);
+}
+
+static void client_close(client_t *c) {
+  close(c->fd);
+  msgpack_unpacker_destroy(&c->up);
+}
+
+/* dispatch noop(tasks=1, depth=0, task_us) as request msgid. */
+static void send_noop(client_t *c, uint32_t msgid, int task_us) {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_array(&pk, 4);
+  msgpack_pack_int(&pk, 0);
+  msgpack_pack_uint32(&pk, msgid);
+  msgpack_pack_str_with_body(&pk, "dispatch", 8);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "program", 7);
+  msgpack_pack_str_with_body(&pk, "noop", 4);
+  msgpack_pack_str_with_body(&pk, "args", 4);
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "scalar", 6);
+  msgpack_pack_int(&pk, 1);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "scalar", 6);
+  msgpack_pack_int(&pk, 0);
+  msgpack_pack_map(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "scalar", 6);
+  msgpack_pack_int(&pk, task_us);
+  ck_assert_int_eq(write(c->fd, sb.data, sb.size), (ssize_t)sb.size);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* Answers that arrived on c, appended to answers[] in arrival order. */
+static void collect(client_t *c, int which) {
+  msgpack_unpacked u;
+  char buf[65536];
+  ssize_t n;
+  while ((n = recv(c->fd, buf, sizeof(buf), 0)) > 0) {
+    msgpack_unpacker_reserve_buffer(&c->up, (size_t)n);
+    memcpy(msgpack_unpacker_buffer(&c->up), buf, (size_t)n);
+    msgpack_unpacker_buffer_consumed(&c->up, (size_t)n);
+  }
+  msgpack_unpacked_init(&u);
+  while (msgpack_unpacker_next(&c->up, &u) == MSGPACK_UNPACK_SUCCESS) {
+    msgpack_object *o = u.data.via.array.ptr;
+    answer_t *a = &answers[nanswers++];
+    ck_assert_int_lt(nanswers, MAX_ANSWERS);
+    a->client = which;
+    a->msgid = (uint32_t)o[1].via.u64;
+    a->error[0] = '\0';
+    if (o[2].type == MSGPACK_OBJECT_MAP)
+      for (uint32_t i = 0; i < o[2].via.map.size; i++) {
+        msgpack_object_kv *kv = &o[2].via.map.ptr[i];
+        if (kv->key.via.str.size == 4 && memcmp(kv->key.via.str.ptr, "name", 4) == 0)
+          snprintf(a->error, sizeof(a->error), "%.*s", (int)kv->val.via.str.size,
+                   kv->val.via.str.ptr);
+      }
+  }
+  msgpack_unpacked_destroy(&u);
+}
+
+static uint64_t now_ms(void) { return dsp_now_ns() / 1000000u; }
+
+/* Run the loop, collecting answers, until `want` arrived (or 20 s). */
+static void run_until(client_t *cs, int nclients, int want) {
+  uint64_t end = now_ms() + 20000;
+  while (nanswers < want && now_ms() < end) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    for (int i = 0; i < nclients; i++) collect(&cs[i], i);
+    poll(NULL, 0, 1);
+  }
+  ck_assert_int_eq(nanswers, want);
+}
+
+/* A few loop turns: what was sent is read and queued. */
+static void turn_loop(int n) {
+  for (int i = 0; i < n; i++) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    poll(NULL, 0, 1);
+  }
+}
+
+START_TEST(connections_take_turns) {
+  client_t c[2];
+  int heavy_after = 0, seen_light = 0, at_light;
+  client_open(&c[0]);
+  client_open(&c[1]);
+  for (uint32_t i = 1; i <= 16; i++) send_noop(&c[0], i, 20000);
+  turn_loop(5);
+  collect(&c[0], 0);
+  at_light = nanswers; /* heavy answers before the light ones were sent */
+  for (uint32_t i = 1; i <= 3; i++) send_noop(&c[1], 100 + i, 0);
+  run_until(c, 2, 19);
+  for (int i = at_light; i < nanswers && seen_light < 3; i++) {
+    ck_assert_str_eq(answers[i].error, "");
+    if (answers[i].client == 1)
+      seen_light++;
+    else
+      heavy_after++;
+  }
+  /* FIFO would put the whole rest of the pipeline first; in turns, the
+   * light connection's three come after the few already handed to the
+   * device and one heavy each. */
+  ck_assert_int_le(heavy_after, (int)REQ_DEVICE_AHEAD + 1 + 3);
+  /* Within a connection, its order. */
+  for (int i = 0, last = 0; i < nanswers; i++)
+    if (answers[i].client == 0) {
+      ck_assert_int_gt((int)answers[i].msgid, last);
+      last = (int)answers[i].msgid;
+    }
+  client_close(&c[0]);
+  client_close(&c[1]);
+}
+END_TEST
+
+START_TEST(busy_beyond_queue_depth) {
+  client_t c;
+  int busy = 0;
+  client_open(&c);
+  for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 200000);
+  run_until(&c, 1, 10);
+  for (int i = 0; i < nanswers; i++) busy += strcmp(answers[i].error, "BUSY") == 0;
+  /* One running, queue_depth (2) waiting: the other 7 fail fast. */
+  ck_assert_int_eq(busy, 7);
+  ck_assert_uint_eq(atomic_load(&d->dispatches_ok), 3);
+  client_close(&c);
+}
+END_TEST
+
+START_TEST(closed_connection_drops_what_waits) {
+  client_t c[2];
+  client_open(&c[0]);
+  client_open(&c[1]);
+  for (uint32_t i = 1; i <= 20; i++) send_noop(&c[0], i, 20000);
+  turn_loop(5);
+  client_close(&c[0]);
+  send_noop(&c[1], 1, 0);
+  run_until(&c[1], 1, 1);
+  while (!req_queue_idle(d->requests)) turn_loop(1);
+  /* At most the one running when it closed and those handed to the device
+   * ran (the device drops a queued one whose client is gone); the ones
+   * waiting in the connection never did. */
+  ck_assert_uint_le(atomic_load(&d->dispatches_ok), 1 + 1 + REQ_DEVICE_AHEAD + 1);
+  ck_assert_uint_eq(atomic_load(&d->dispatches_ok) + atomic_load(&d->dispatches_rejected), 21);
+  client_close(&c[1]);
+}
+END_TEST
+
+START_TEST(drain_answers_waiting_requests) {
+  client_t c;
+  int down = 0;
+  client_open(&c);
+  for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 20000);
+  turn_loop(5);
+  atomic_store(&d->state, PTOD_DRAINING);
+  req_drain(d->requests);
+  dsp_drain(d->dsp);
+  run_until(&c, 1, 10);
+  for (int i = 0; i < nanswers; i++) down += strcmp(answers[i].error, "SHUTTING_DOWN") == 0;
+  ck_assert_int_ge(down, 10 - 1 - (int)REQ_DEVICE_AHEAD);
+  ck_assert_int_le(down, 9);
+  client_close(&c);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("requests");
+  TCase *tc = tcase_create("wait"), *busy = tcase_create("busy");
+  SRunner *sr;
+  int failed;
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, connections_take_turns);
+  tcase_add_test(tc, closed_connection_drops_what_waits);
+  tcase_add_test(tc, drain_answers_waiting_requests);
+  tcase_add_checked_fixture(busy, setup_busy, teardown);
+  tcase_set_timeout(busy, 60);
+  tcase_add_test(busy, busy_beyond_queue_depth);
+  suite_add_tcase(s, tc);
+  suite_add_tcase(s, busy);
+  sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

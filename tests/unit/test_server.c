@@ -1,0 +1,348 @@
+/* The server in-process: a libuv loop, a real socket in a temporary
+ * directory, and handlers that hold the messages they get, so each test
+ * decides when a message is done.  What they show: reading pauses at
+ * max_pending and over input_limit and resumes as messages are done; a fatal
+ * error waits for the pending answers; output_limit closes a connection
+ * that does not read; client_timeout counts from a message's first byte;
+ * the memory counters come back to zero. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "server.h"
+#include "server_options.h"
+
+#define MAX_HELD 64
+
+typedef struct fixture {
+  uv_loop_t loop;
+  srv_t *srv;
+  char dir[48], path[96];
+  srv_conn_t *conn;
+  srv_msg_t *held[MAX_HELD];
+  int nheld, delivered, closes, fatals;
+  uint32_t fatal_msgid;
+  bool fatal_has_msgid;
+  size_t answer_bytes; /* on_message answers each message with this many bytes */
+} fixture_t;
+
+static fixture_t fx;
+
+static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
+  fixture_t *f = data;
+  f->conn = conn;
+  f->delivered++;
+  ck_assert_int_lt(f->nheld, MAX_HELD);
+  f->held[f->nheld++] = msg;
+  if (f->answer_bytes) {
+    char *answer = malloc(f->answer_bytes);
+    memset(answer, 'a', f->answer_bytes);
+    srv_conn_send(conn, answer, f->answer_bytes);
+  }
+}
+
+static void on_close(srv_conn_t *conn, void *data) {
+  fixture_t *f = data;
+  (void)conn;
+  f->closes++;
+}
+
+static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *msgid, void *data) {
+  fixture_t *f = data;
+  char *bye = strdup("bye");
+  (void)err;
+  f->fatals++;
+  f->fatal_has_msgid = msgid != NULL;
+  if (msgid) f->fatal_msgid = *msgid;
+  srv_conn_send(conn, bye, 3);
+}
+
+static srv_options_t options(void) { return test_server_options(fx.path); }
+
+static void start(const srv_options_t *o) {
+  srv_handlers_t h = {on_message, on_close, on_fatal, &fx};
+  pto_error_t err;
+  ck_assert_int_eq(srv_create(&fx.loop, o, &h, &fx.srv, &err), 0);
+  ck_assert_int_eq(srv_listen(fx.srv, &err), 0);
+}
+
+static void setup(void) {
+  memset(&fx, 0, sizeof(fx));
+  snprintf(fx.dir, sizeof(fx.dir), "/tmp/ptod-srv-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(fx.dir));
+  snprintf(fx.path, sizeof(fx.path), "%s/s.sock", fx.dir);
+  uv_loop_init(&fx.loop);
+}
+
+static void done_all(void) {
+  for (int i = 0; i < fx.nheld; i++) srv_msg_done(fx.conn, fx.held[i]);
+  fx.nheld = 0;
+}
+
+static void teardown(void) {
+  done_all();
+  if (fx.srv) srv_close(fx.srv);
+  uv_run(&fx.loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(&fx.loop), 0); /* every handle closed */
+  rmdir(fx.dir);
+}
+
+static int connect_client(void) {
+  struct sockaddr_un addr;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", fx.path);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+  return fd;
+}
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Run the loop for ms milliseconds (it has nothing to wait on of ours). */
+static void run_for(int ms) {
+  uint64_t end = now_ms() + (uint64_t)ms;
+  while (now_ms() < end) {
+    uv_run(&fx.loop, UV_RUN_NOWAIT);
+    poll(NULL, 0, 1);
+  }
+}
+
+/* [0, id, "ping", []] */
+static size_t ping(uint32_t id, char *buf) {
+  buf[0] = (char)0x94;
+  buf[1] = 0x00;
+  buf[2] = (char)0xce;
+  buf[3] = (char)(id >> 24);
+  buf[4] = (char)(id >> 16);
+  buf[5] = (char)(id >> 8);
+  buf[6] = (char)id;
+  memcpy(buf + 7, "\xa4ping\x90", 6);
+  return 13;
+}
+
+static void send_pings(int fd, uint32_t first, int n) {
+  char buf[16];
+  for (int i = 0; i < n; i++) {
+    size_t len = ping(first + (uint32_t)i, buf);
+    ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+  }
+}
+
+/* Whether the peer closed (read returns 0), reading what came before. */
+static bool closed_after(int fd, char *got, size_t cap, size_t *ret_len) {
+  size_t len = 0;
+  for (int tries = 0; tries < 2000; tries++) {
+    ssize_t n = recv(fd, got + len, cap - len, MSG_DONTWAIT);
+    if (n == 0) {
+      *ret_len = len;
+      return true;
+    }
+    if (n > 0) len += (size_t)n;
+    run_for(1);
+  }
+  *ret_len = len;
+  return false;
+}
+
+START_TEST(max_pending_pauses_and_resumes) {
+  srv_options_t o = options();
+  int fd;
+  o.max_pending = 2;
+  start(&o);
+  fd = connect_client();
+  send_pings(fd, 1, 5);
+  run_for(50);
+  ck_assert_int_eq(fx.delivered, 2);
+  ck_assert_uint_eq(srv_conn_pending(fx.conn), 2);
+  srv_msg_done(fx.conn, fx.held[--fx.nheld]);
+  run_for(20);
+  ck_assert_int_eq(fx.delivered, 3);
+  done_all();
+  run_for(20);
+  ck_assert_int_eq(fx.delivered, 5);
+  done_all();
+  close(fd);
+  run_for(20);
+  ck_assert_int_eq(fx.closes, 1);
+}
+END_TEST
+
+START_TEST(fatal_waits_for_pending_answers) {
+  srv_options_t o = options();
+  char got[64];
+  size_t len;
+  int fd;
+  start(&o);
+  fd = connect_client();
+  send_pings(fd, 7, 1);
+  ck_assert_int_eq(write(fd, "\xc1", 1), 1);
+  run_for(50);
+  ck_assert_int_eq(fx.delivered, 1);
+  ck_assert_int_eq(fx.fatals, 0); /* the ping is not answered yet */
+  srv_conn_send(fx.conn, strdup("pong"), 4);
+  done_all();
+  ck_assert(closed_after(fd, got, sizeof(got), &len));
+  ck_assert_int_eq(fx.fatals, 1);
+  ck_assert(!fx.fatal_has_msgid); /* 0xc1 is no request */
+  ck_assert_uint_eq(len, 7);
+  ck_assert_int_eq(memcmp(got, "pongbye", 7), 0);
+  close(fd);
+}
+END_TEST
+
+START_TEST(too_large_request_answers_its_msgid) {
+  srv_options_t o = options();
+  char got[64], big[32] = "\x94\x00\xce\x00\x00\x00\x09\xa4ping\x91\xc6\x00\x10\x00\x00";
+  size_t len;
+  int fd;
+  o.max_message = 4096;
+  start(&o);
+  fd = connect_client();
+  ck_assert_int_eq(write(fd, big, 18), 18);
+  ck_assert(closed_after(fd, got, sizeof(got), &len));
+  ck_assert_int_eq(fx.fatals, 1);
+  ck_assert(fx.fatal_has_msgid);
+  ck_assert_uint_eq(fx.fatal_msgid, 9);
+  close(fd);
+}
+END_TEST
+
+START_TEST(output_limit_closes_a_client_that_does_not_read) {
+  srv_options_t o = options();
+  srv_memory_t m;
+  int fd;
+  o.output_limit = 64 * 1024;
+  fx.answer_bytes = 32 * 1024;
+  start(&o);
+  fd = connect_client();
+  send_pings(fd, 1, 60); /* ~2 MiB of answers, never read */
+  run_for(100);
+  done_all();
+  run_for(20);
+  ck_assert_int_eq(fx.closes, 1);
+  srv_memory(fx.srv, &m);
+  ck_assert_uint_eq(m.output, 0);
+  ck_assert_uint_eq(m.input, 0);
+  close(fd);
+}
+END_TEST
+
+START_TEST(input_limit_pauses_reading) {
+  srv_options_t o = options();
+  srv_memory_t m;
+  char *msg = calloc(1, 40000);
+  int fd;
+  size_t len;
+  o.input_limit = 128 * 1024;
+  start(&o);
+  fd = connect_client();
+  /* [0, 1, "ping", [bin of 39980 bytes]] */
+  memcpy(msg, "\x94\x00\x01\xa4ping\x91\xc5\x9c\x2c", 12);
+  len = 12 + 0x9c2c;
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  /* As much of 20 messages as the socket takes in 300 ms. */
+  {
+    size_t at = 0, total = 20 * len;
+    uint64_t end = now_ms() + 300;
+    while (at < total && now_ms() < end) {
+      ssize_t n = write(fd, msg + at % len, len - at % len);
+      if (n > 0) at += (size_t)n;
+      run_for(1);
+    }
+    ck_assert_uint_lt(at, total); /* the server stopped reading */
+    run_for(50);
+    ck_assert_int_lt(fx.delivered, 20);
+    ck_assert_int_ge(fx.delivered, 2);
+    srv_memory(fx.srv, &m);
+    ck_assert_uint_le(m.input, o.input_limit + 2 * len + 64 * 1024);
+    /* Done with them: the rest is read and delivered. */
+    while (at < total) {
+      ssize_t n;
+      done_all();
+      n = write(fd, msg + at % len, len - at % len);
+      if (n > 0) at += (size_t)n;
+      run_for(1);
+    }
+  }
+  while (fx.delivered < 20) {
+    done_all();
+    run_for(10);
+  }
+  done_all();
+  free(msg);
+  close(fd);
+}
+END_TEST
+
+START_TEST(client_timeout_counts_from_the_first_byte) {
+  srv_options_t o = options();
+  char buf[16], got[16];
+  size_t len = 0, n = ping(1, buf);
+  int fd;
+  o.client_timeout_ms = 150;
+  start(&o);
+  fd = connect_client();
+  /* One byte every 40 ms: each byte is in time, the message is not. */
+  for (size_t i = 0; i + 1 < n && fx.closes == 0; i++) {
+    ck_assert_int_eq(write(fd, buf + i, 1), 1);
+    run_for(40);
+  }
+  ck_assert_int_eq(fx.closes, 1);
+  ck_assert_int_eq(fx.delivered, 0);
+  ck_assert(closed_after(fd, got, sizeof(got), &len));
+  close(fd);
+}
+END_TEST
+
+START_TEST(idle_timeout_closes_an_idle_connection) {
+  srv_options_t o = options();
+  int fd;
+  o.idle_timeout_ms = 50;
+  start(&o);
+  fd = connect_client();
+  send_pings(fd, 1, 1);
+  run_for(100);
+  ck_assert_int_eq(fx.closes, 0); /* a request is pending: not idle */
+  done_all();
+  run_for(150);
+  ck_assert_int_eq(fx.closes, 1);
+  close(fd);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("server");
+  TCase *tc = tcase_create("server");
+  SRunner *sr;
+  int failed;
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, max_pending_pauses_and_resumes);
+  tcase_add_test(tc, fatal_waits_for_pending_answers);
+  tcase_add_test(tc, too_large_request_answers_its_msgid);
+  tcase_add_test(tc, output_limit_closes_a_client_that_does_not_read);
+  tcase_add_test(tc, input_limit_pauses_reading);
+  tcase_add_test(tc, client_timeout_counts_from_the_first_byte);
+  tcase_add_test(tc, idle_timeout_closes_an_idle_connection);
+  suite_add_tcase(s, tc);
+  sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
