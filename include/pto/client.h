@@ -14,7 +14,7 @@
  *     float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
  *     pto_dispatch_arg_t args[] = {pto_arg_input(a, sizeof a), pto_arg_input(b, sizeof b),
  *                                  pto_arg_output(sizeof a)};
- *     pto_client_connect_device(0, 5000, &c, &err);
+ *     pto_client_connect_default(5000, &c, &err);   // $PTOD_SOCKET, else device 0
  *     pto_config_new(&cfg);
  *     pto_config_parse_ring(cfg, PTO_FIELD_HEAP, "512M", &err);      // every ring
  *     pto_dispatch_req_t req = {.program = "vector_add", .args = args, .nargs = 3,
