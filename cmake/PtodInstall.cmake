@@ -10,6 +10,15 @@
 # prefix) and
 # @PROJECT_VERSION@ are replaced (configure_file @ONLY); so is the literal
 # /usr/bin/ptod, which the units in systemd/ name so they read as shipped.
+# Install-time code that sets PTOD_SYSCONFDIR for the prefix installed to:
+# /etc for /usr, else PREFIX/etc (GNUInstallDirs' rule, /opt aside).
+set(PTOD_SYSCONFDIR_CODE "
+  if(\"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr\")
+    set(PTOD_SYSCONFDIR /etc)
+  else()
+    set(PTOD_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/etc\")
+  endif()")
+
 function(ptod_install_for_prefix)
   cmake_parse_arguments(I "" "SOURCE;DESTINATION;RENAME" "" ${ARGN})
   get_filename_component(src "${I_SOURCE}" ABSOLUTE)
@@ -25,11 +34,7 @@ function(ptod_install_for_prefix)
     set(PTOD_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
     set(PTOD_LIBDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}\")
     set(PTOD_INCLUDEDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_INCLUDEDIR}\")
-    if(\"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr\")
-      set(PTOD_SYSCONFDIR /etc)
-    else()
-      set(PTOD_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/etc\")
-    endif()
+    ${PTOD_SYSCONFDIR_CODE}
     if(IS_ABSOLUTE \"${PTOD_INSTALL_PROGRAMSDIR}\")
       set(PTOD_PROGRAMSDIR \"${PTOD_INSTALL_PROGRAMSDIR}\")
     else()
@@ -47,5 +52,22 @@ function(ptod_install_for_prefix)
       set(dest \"\${CMAKE_INSTALL_PREFIX}/${I_DESTINATION}\")
     endif()
     file(INSTALL DESTINATION \"\${dest}\" TYPE FILE FILES \"${stage}/${name}\")
+  ")
+endfunction()
+
+# ptod_install_config_once(SOURCE file NAME name): install SOURCE as
+# SYSCONFDIR/ptod/NAME (for the prefix installed to, as above) unless a file
+# is there already, so an install over a live system keeps the operator's.
+function(ptod_install_config_once)
+  cmake_parse_arguments(I "" "SOURCE;NAME" "" ${ARGN})
+  get_filename_component(src "${I_SOURCE}" ABSOLUTE)
+  install(CODE "
+    ${PTOD_SYSCONFDIR_CODE}
+    if(EXISTS \"\$ENV{DESTDIR}\${PTOD_SYSCONFDIR}/ptod/${I_NAME}\")
+      message(STATUS \"Keeping: \$ENV{DESTDIR}\${PTOD_SYSCONFDIR}/ptod/${I_NAME}\")
+    else()
+      file(INSTALL DESTINATION \"\${PTOD_SYSCONFDIR}/ptod\" TYPE FILE RENAME ${I_NAME}
+        FILES \"${src}\")
+    endif()
   ")
 endfunction()
