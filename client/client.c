@@ -441,6 +441,46 @@ int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_cli
   return rc;
 }
 
+const char *pto_client_env_socket(void) {
+  const char *s = getenv(PTO_SOCKET_ENV);
+  return s && s[0] ? s : NULL;
+}
+
+int pto_client_connect_default(int timeout_ms, pto_client_t **ret_client, pto_error_t *ret_err) {
+  const char *env = pto_client_env_socket();
+  if (env) return pto_client_connect(env, timeout_ms, ret_client, ret_err);
+  return pto_client_connect_device(0, timeout_ms, ret_client, ret_err);
+}
+
+int pto_client_env_sizing_note(char *buf, size_t len) {
+  char names[128] = "", config[160] = "", daemon_env[256] = "";
+  size_t np = 0, cp = 0, dp = 0;
+  int count = 0;
+  for (int f = 0; f < PTO_FIELD_COUNT; f++) {
+    const char *var = pto_sizing_env_var((pto_ring_field_t)f);
+    const char *value = getenv(var);
+    if (!value) continue;
+    const char *sep = count ? ", " : "";
+    np += (size_t)snprintf(names + np, np < sizeof(names) ? sizeof(names) - np : 0, "%s%s", sep,
+                           var);
+    cp += (size_t)snprintf(config + cp, cp < sizeof(config) ? sizeof(config) - cp : 0,
+                           "%s%s=%.24s", sep, pto_sizing_field_key((pto_ring_field_t)f), value);
+    dp += (size_t)snprintf(daemon_env + dp, dp < sizeof(daemon_env) ? sizeof(daemon_env) - dp : 0,
+                           " %s=%.24s", var, value);
+    count++;
+  }
+  if (buf && len) buf[0] = '\0';
+  if (count == 0 || !buf) return count;
+  const char *them = count == 1 ? "it" : "them";
+  snprintf(buf, len,
+           "%s %s set in this client's environment, but ring sizing from the environment is "
+           "the daemon's: this client's dispatches do not use %s. To make %s take effect, put "
+           "%s in the dispatch's config (%s), or in the daemon's environment (systemctl edit "
+           "ptod@0: [Service] Environment=%s).",
+           names, count == 1 ? "is" : "are", them, them, them, config, daemon_env + 1);
+  return count;
+}
+
 void pto_client_close(pto_client_t *c) {
   if (!c) return;
   if (c->fd >= 0) close(c->fd);

@@ -78,6 +78,7 @@ static void usage(FILE *f) {
           "Options:\n"
           "  -s, --socket PATH          the daemon's socket (repeat for several daemons)\n"
           "  -d, --device N             device N's built-in socket (repeatable; default 0)\n"
+          "                             (neither: $PTOD_SOCKET if set, else device 0's)\n"
           "  -j, --json                 JSON output\n"
           "  -t, --timeout MS           give up on an answer after MS ms (default: wait)\n"
           "      --connect-timeout MS   (default %d)\n"
@@ -93,6 +94,7 @@ static void usage(FILE *f) {
           "  -w, --warmup N             bench warm-up runs (default 3)\n"
           "  -h, --help, -V, --version\n"
           "\n"
+          "Environment: PTOD_SOCKET the default daemon's socket, like DOCKER_HOST.\n"
           "Exit status: 0 ok, 1 the daemon answered an error, 2 usage, 3 cannot connect or\n"
           "connection lost, 4 timeout, 5 local file error, 6 answer not understood.\n"
           "See ptoctl(1).\n",
@@ -131,7 +133,7 @@ static void target_label(const target_t *t, char *buf, size_t len) {
   if (device >= 0)
     snprintf(buf, len, "device %d", device);
   else
-    snprintf(buf, len, "socket '%s'", t->socket);
+    snprintf(buf, len, "socket '%.*s'", PTO_SOCKET_PATH_MAX - 1, t->socket);
 }
 
 static bool multi(const ctl_t *c) {
@@ -906,7 +908,15 @@ int main(int argc, char **argv) {
     pto_config_free(c.config);
     return usage_error("No command given.");
   }
-  if (c.ntargets == 0) add_target(&c, 0, NULL);
+  if (c.ntargets == 0) {
+    /* PTOD_SOCKET names the default daemon, before device 0's built-in path. */
+    const char *env = pto_client_env_socket();
+    add_target(&c, env ? -1 : 0, env);
+  }
+  {
+    char note[1024];
+    if (pto_client_env_sizing_note(note, sizeof(note)) > 0) fprintf(stderr, "ptoctl: %s\n", note);
+  }
   cmd = c.words[0];
   if (strcmp(cmd, "ping") == 0)
     rc = cmd_simple(&c, PTO_METHOD_PING);

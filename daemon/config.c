@@ -17,6 +17,10 @@
 #ifndef PTOD_DEFAULT_PROGRAMS_DIR
 #error "PTOD_DEFAULT_PROGRAMS_DIR must name the installed programs directory"
 #endif
+/* PTOD_DEFAULT_PROGRAMS_DIR is absolute, or relative to the directory of the
+ * ptod executable (../lib/<multiarch>/ptod/programs from bin/): then the
+ * table's default does not parse and default_programs_dir() fills it in. */
+#define PROGRAMS_DIR_IS_RELATIVE (PTOD_DEFAULT_PROGRAMS_DIR[0] != '/')
 
 #define MEMBER_SIZE(m) sizeof(((cfg_t *)0)->m)
 #define KEY(sec, nm, type, member, min, max, live, def, doc) \
@@ -528,6 +532,24 @@ int cfg_format_value(const cfg_t *cfg, const cfg_key_t *k, char *buf, size_t len
 
 /* ---- defaults ------------------------------------------------------------ */
 
+/* The programs directory of the install this executable belongs to, found as
+ * git's RUNTIME_PREFIX finds its prefix: /proc/self/exe's directory joined
+ * with the relative PTOD_DEFAULT_PROGRAMS_DIR, resolved when it exists.
+ * Without /proc the relative path is kept, and loading the programs then
+ * fails naming it. */
+static void default_programs_dir(char *buf, size_t len) {
+  char exe[PATH_MAX], real[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  char *slash = n > 0 ? memrchr(exe, '/', (size_t)n) : NULL;
+  if (!slash) {
+    snprintf(buf, len, "%s", PTOD_DEFAULT_PROGRAMS_DIR);
+    return;
+  }
+  *slash = '\0';
+  int w = snprintf(buf, len, "%s/%s", exe, PTOD_DEFAULT_PROGRAMS_DIR);
+  if (w > 0 && (size_t)w < len && realpath(buf, real)) snprintf(buf, len, "%.*s", (int)len - 1, real);
+}
+
 void cfg_defaults(cfg_t *ret_cfg) {
   cfg_t cfg;
   memset(&cfg, 0, sizeof(cfg));
@@ -537,6 +559,7 @@ void cfg_defaults(cfg_t *ret_cfg) {
     (void)parse_value(&key_table[i], key_table[i].def, (char *)&cfg + key_table[i].offset, &why);
   }
   (void)pto_default_socket_path((int)cfg.device.id, cfg.daemon.socket, sizeof(cfg.daemon.socket));
+  if (PROGRAMS_DIR_IS_RELATIVE) default_programs_dir(cfg.device.programs, sizeof(cfg.device.programs));
   *ret_cfg = cfg;
 }
 

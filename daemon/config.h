@@ -144,7 +144,9 @@ const cfg_key_t *cfg_key_table(size_t *ret_count);
 const cfg_key_t *cfg_key_find(const char *section, const char *name);
 
 /* Built-in defaults: every key at its table default, the socket at the
- * built-in path for device 0 (pto_default_socket_path). */
+ * built-in path for device 0 (pto_default_socket_path), and the programs
+ * directory of this install: PTOD_DEFAULT_PROGRAMS_DIR, which when relative
+ * is taken from the directory of the executable (/proc/self/exe). */
 void cfg_defaults(cfg_t *ret_cfg);
 
 /* Read the file at path over the defaults (path NULL: the defaults alone).

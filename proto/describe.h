@@ -11,19 +11,10 @@
 
 #include <msgpack.h>
 
+#include "describe_text.h"
+
 /* nil, true, 42, -1, 1.5, 2.0, "text", "a bin of 3 bytes", "an array of 2",
  * "a map of 1", "an ext of type 5". */
 void proto_describe(const msgpack_object *obj, char *buf, size_t len);
-
-/* The bytes someone sent, made safe to echo: printable ASCII as it is,
- * '"' and '\\' backslashed, whole valid UTF-8 characters as they are, any
- * other byte as \xNN.  Shows at most max_shown bytes of s and cuts only
- * between characters, so buf (NUL-terminated, always) is valid UTF-8 and
- * never ends inside a character or an escape.  Returns how many bytes of
- * s it showed (< len: it was cut). */
-size_t proto_escape_text(const char *s, size_t len, size_t max_shown, char *buf, size_t buflen);
-
-/* "text" for len bytes of s, quoted and escaped as above. */
-void proto_describe_text(const char *s, size_t len, char *buf, size_t buflen);
 
 #endif

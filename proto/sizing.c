@@ -12,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <msgpack.h>
-
-#include "describe.h"
+#include "describe_text.h"
+#include "sizing_internal.h"
 
 static const char *const field_keys[PTO_FIELD_COUNT] = {"ring_task_window", "ring_heap",
                                                         "ring_dep_pool"};
@@ -72,11 +71,6 @@ bool pto_sizing_value_valid(pto_ring_field_t field, uint64_t value) {
 
 /* ---- messages ---------------------------------------------------------- */
 
-/* What the user gave, as RunConfig would echo it (proto/describe.h). */
-typedef struct shown {
-  char text[96];
-} shown_t;
-
 static void show_u64(shown_t *out, uint64_t v) {
   snprintf(out->text, sizeof(out->text), "%" PRIu64, v);
 }
@@ -107,14 +101,14 @@ static void value_hint(pto_ring_field_t field, uint64_t v, bool entry, char *hin
            zero);
 }
 
-static int fail_scalar(pto_ring_field_t field, const shown_t *got, pto_error_t *err) {
+int sizing_fail_scalar(pto_ring_field_t field, const shown_t *got, pto_error_t *err) {
   int rc = pto_error_set(err, PTO_E_INVALID_CONFIG, "%s must %s, got %s", field_keys[field],
                          scalar_rules[field], got->text);
   if (err) snprintf(err->key, sizeof(err->key), "%s", field_keys[field]);
   return rc;
 }
 
-static int fail_entry(pto_ring_field_t field, const shown_t *got, pto_error_t *err) {
+int sizing_fail_entry(pto_ring_field_t field, const shown_t *got, pto_error_t *err) {
   int rc =
       pto_error_set(err, PTO_E_INVALID_CONFIG, "%s entries must %s (or 0 to keep default), got %s",
                     field_keys[field], entry_rules[field], got->text);
@@ -122,7 +116,7 @@ static int fail_entry(pto_ring_field_t field, const shown_t *got, pto_error_t *e
   return rc;
 }
 
-static int fail_count(pto_ring_field_t field, uint64_t count, pto_error_t *err) {
+int sizing_fail_count(pto_ring_field_t field, uint64_t count, pto_error_t *err) {
   int rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
                          "%s must have exactly 4 entries (one per scope-depth ring), got %" PRIu64,
                          field_keys[field], count);
@@ -135,7 +129,7 @@ static int fail_count(pto_ring_field_t field, uint64_t count, pto_error_t *err) 
   return rc;
 }
 
-static void type_hint(pto_ring_field_t field, pto_error_t *err) {
+void sizing_type_hint(pto_ring_field_t field, pto_error_t *err) {
   if (err)
     snprintf(err->hint, sizeof(err->hint),
              "Give an integer%s, or a list of 4 integers (one per ring).",
@@ -148,7 +142,7 @@ int pto_sizing_check_value(pto_ring_field_t field, uint64_t value, pto_error_t *
   if (pto_sizing_value_valid(field, value)) return 0;
   shown_t got;
   show_u64(&got, value);
-  int rc = fail_scalar(field, &got, ret_err);
+  int rc = sizing_fail_scalar(field, &got, ret_err);
   if (ret_err) {
     if (value == 0)
       snprintf(ret_err->hint, sizeof(ret_err->hint),
@@ -159,52 +153,13 @@ int pto_sizing_check_value(pto_ring_field_t field, uint64_t value, pto_error_t *
   return rc;
 }
 
-static int check_entry(pto_ring_field_t field, uint64_t value, pto_error_t *err) {
+int sizing_check_entry(pto_ring_field_t field, uint64_t value, pto_error_t *err) {
   if (value == 0 || pto_sizing_value_valid(field, value)) return 0;
   shown_t got;
   show_u64(&got, value);
-  int rc = fail_entry(field, &got, err);
+  int rc = sizing_fail_entry(field, &got, err);
   if (err) value_hint(field, value, true, err->hint, sizeof(err->hint));
   return rc;
-}
-
-/* ---- msgpack ----------------------------------------------------------- */
-
-int pto_sizing_parse_msgpack(pto_ring_field_t field, const struct msgpack_object *obj,
-                             uint64_t ret_rings[PTO_RING_COUNT], pto_error_t *ret_err) {
-  if (!FIELD_OK(field))
-    return pto_error_set(ret_err, PTO_E_INVALID_CONFIG, "Unknown ring field %d.", (int)field);
-  uint64_t rings[PTO_RING_COUNT] = {0};
-  shown_t got;
-  if (!obj || obj->type == MSGPACK_OBJECT_NIL) {
-    /* unset at this level */
-  } else if (obj->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-    int rc = pto_sizing_check_value(field, obj->via.u64, ret_err);
-    if (rc < 0) return rc;
-    for (int r = 0; r < PTO_RING_COUNT; r++) rings[r] = obj->via.u64;
-  } else if (obj->type == MSGPACK_OBJECT_ARRAY) {
-    if (obj->via.array.size != PTO_RING_COUNT)
-      return fail_count(field, obj->via.array.size, ret_err);
-    for (int r = 0; r < PTO_RING_COUNT; r++) {
-      const msgpack_object *e = &obj->via.array.ptr[r];
-      if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        proto_describe(e, got.text, sizeof(got.text));
-        int rc = fail_entry(field, &got, ret_err);
-        type_hint(field, ret_err);
-        return rc;
-      }
-      int rc = check_entry(field, e->via.u64, ret_err);
-      if (rc < 0) return rc;
-      rings[r] = e->via.u64;
-    }
-  } else {
-    proto_describe(obj, got.text, sizeof(got.text));
-    int rc = fail_scalar(field, &got, ret_err);
-    type_hint(field, ret_err);
-    return rc;
-  }
-  memcpy(ret_rings, rings, sizeof(rings));
-  return 0;
 }
 
 /* ---- text -------------------------------------------------------------- */
@@ -294,7 +249,8 @@ static int parse_text(pto_ring_field_t field, const char *text, bool suffixes,
         snprintf(got.text, sizeof(got.text), "%.*s", (int)(t.len < 40 ? t.len : 40), t.s);
       else
         proto_describe_text(t.s, t.len, got.text, sizeof(got.text));
-      int rc = count == 1 ? fail_scalar(field, &got, err) : fail_entry(field, &got, err);
+      int rc = count == 1 ? sizing_fail_scalar(field, &got, err)
+                          : sizing_fail_entry(field, &got, err);
       if (err)
         snprintf(err->hint, sizeof(err->hint),
                  "Give one integer%s for all four rings, or four separated by commas%s.",
@@ -305,14 +261,14 @@ static int parse_text(pto_ring_field_t field, const char *text, bool suffixes,
     if (i < PTO_RING_COUNT) rings[i] = value;
     p = comma ? comma + 1 : p + len;
   }
-  if (count != 1 && count != PTO_RING_COUNT) return fail_count(field, count, err);
+  if (count != 1 && count != PTO_RING_COUNT) return sizing_fail_count(field, count, err);
   if (count == 1) {
     int rc = pto_sizing_check_value(field, rings[0], err);
     if (rc < 0) return rc;
     for (int r = 1; r < PTO_RING_COUNT; r++) rings[r] = rings[0];
   } else {
     for (int r = 0; r < PTO_RING_COUNT; r++) {
-      int rc = check_entry(field, rings[r], err);
+      int rc = sizing_check_entry(field, rings[r], err);
       if (rc < 0) return rc;
     }
   }

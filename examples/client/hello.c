@@ -4,7 +4,10 @@
  * Build it against the installed library, either way:
  *   cc hello.c $(pkg-config --cflags --libs ptoclient) -o hello
  *   cmake -S . -B build && cmake --build build      (find_package(ptoclient))
- * Run:  ./hello [SOCKET]       (default: device 0's socket)
+ * Run:  ./hello [SOCKET]       (default: $PTOD_SOCKET, else device 0's socket)
+ *
+ * From the build tree, before any install (ptoclient-uninstalled.pc):
+ *   cc hello.c $(PKG_CONFIG_PATH=build/run/client pkg-config --cflags --libs ptoclient) -o hello
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +33,7 @@ int main(int argc, char **argv) {
   int rc;
 
   rc = argc > 1 ? pto_client_connect(argv[1], 5000, &client, &err)
-                : pto_client_connect_device(0, 5000, &client, &err);
+                : pto_client_connect_default(5000, &client, &err);
   if (rc < 0) return fail("connect", &err);
   if (pto_client_ping(client, 5000, &ping, &err) < 0) {
     pto_client_close(client);

@@ -14,7 +14,7 @@
  *     float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
  *     pto_dispatch_arg_t args[] = {pto_arg_input(a, sizeof a), pto_arg_input(b, sizeof b),
  *                                  pto_arg_output(sizeof a)};
- *     pto_client_connect_device(0, 5000, &c, &err);
+ *     pto_client_connect_default(5000, &c, &err);   // $PTOD_SOCKET, else device 0
  *     pto_config_new(&cfg);
  *     pto_config_parse_ring(cfg, PTO_FIELD_HEAP, "512M", &err);      // every ring
  *     pto_dispatch_req_t req = {.program = "vector_add", .args = args, .nargs = 3,
@@ -121,6 +121,30 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
  * anyone else (docs/configuration.md). */
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err);
+
+/* The environment variable that names the socket of the daemon a client
+ * talks to when nothing else does, like DOCKER_HOST: ptoctl without -s or
+ * -d, the Python client's Client() and pto_client_connect_default() use it
+ * before the built-in path.  An explicit socket or device always wins. */
+#define PTO_SOCKET_ENV "PTOD_SOCKET"
+
+/* $PTOD_SOCKET when it is set and not empty, else NULL.  The string is the
+ * environment's (valid until the environment changes). */
+const char *pto_client_env_socket(void);
+
+/* Connect to the default daemon: $PTOD_SOCKET when set, else device 0's
+ * built-in socket (pto_client_connect_device(0, ...)).  Errors as those. */
+int pto_client_connect_default(int timeout_ms, pto_client_t **ret_client, pto_error_t *ret_err);
+
+/* Ring sizing from the environment (PTO2_RING_*) is the daemon's, not the
+ * client's: a serving process that exports PTO2_RING_HEAP and the like for
+ * itself changes nothing.  This writes one note into buf (cut to len),
+ * naming each PTO2_RING_* variable set in this process's environment and
+ * the two ways to make it take effect (the dispatch's config, or the
+ * daemon's environment), for the caller to show once.  Returns how many
+ * such variables are set; 0 leaves buf empty.  buf may be NULL with len 0
+ * to count only. */
+int pto_client_env_sizing_note(char *buf, size_t len);
 
 /* Close the connection and free it.  Calls still pending are abandoned
  * (results not yet collected are freed).  NULL is fine. */

@@ -40,7 +40,7 @@ static void check_hello(const char *exe) {
 }
 
 START_TEST(test_build_example_against_install) {
-  char stage[128], destdir[160], pcpath[260], *flags = NULL, hello[300], build[200];
+  char stage[128], destdir[160], pcpath[260], sysroot[160], *flags = NULL, hello[300], build[200];
   const char *argv[64];
   int n = 0;
 
@@ -59,11 +59,13 @@ START_TEST(test_build_example_against_install) {
     run_ok(install, env, NULL);
   }
 
-  /* pkg-config */
+  /* pkg-config: the installed ptoclient.pc names the prefix installed to
+   * (/opt/ptod); the staged tree is a sysroot for it, as for a package. */
   snprintf(pcpath, sizeof(pcpath), "PKG_CONFIG_PATH=%s/pkgconfig", libdir);
+  snprintf(sysroot, sizeof(sysroot), "PKG_CONFIG_SYSROOT_DIR=%s", stage);
   {
     const char *pc[] = {PTOD_PKG_CONFIG, "--cflags", "--libs", "ptoclient", NULL};
-    const char *env[] = {pcpath, NULL};
+    const char *env[] = {pcpath, sysroot, NULL};
     run_ok(pc, env, &flags);
   }
   ck_assert_ptr_nonnull(strstr(flags, "-lptoclient"));

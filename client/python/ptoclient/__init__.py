@@ -4,7 +4,7 @@ Pure Python on msgpack (Debian's python3-msgpack).  See client/python/README.md.
 
     from ptoclient import Client, RunConfig, Buffer, Data, Out
 
-    with Client(device=0) as c:
+    with Client() as c:               # $PTOD_SOCKET, else device 0's socket
         r = c.dispatch("vector_add", [Data(a), Data(b), Out(len(a))],
                        config=RunConfig(ring_heap=[512 << 20, 0, 0, 0]))
         print(r["arena"]["hit"], r["sizing"]["source"]["ring_heap"])
@@ -12,7 +12,8 @@ Pure Python on msgpack (Debian's python3-msgpack).  See client/python/README.md.
 
 from .args import Buffer, Data, InOut, Out, Scalar, encode_arg, encode_args, f32, from_f32
 from .client import DEFAULT_TIMEOUT, Client, default_socket_path, socket_path_for
-from .config import INT32_MAX, MAX_TASK_WINDOW, RING_FIELDS, RunConfig, as_config
+from .config import INT32_MAX, MAX_TASK_WINDOW, PLATFORMS, RING_FIELDS, RunConfig, as_config
+from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note
 from .errors import (
     ERROR_CLASSES, AlreadyExists, Busy, CallTimeout, ClientError, ConnectFailed, ConnectionLost,
     DeadlineExceeded, DepPoolOverflow, ExplicitOrchFatal, FlowControlDeadlock, HeapRingDeadlock,
@@ -21,14 +22,18 @@ from .errors import (
     SchedulerTimeout, ScopeDeadlock, ShuttingDown, TensormapOverflow, UnknownMethod,
     UnknownProgram, error_from_wire)
 from .multi import MultiResult, dispatch_many
+from .where import check_where, run
 
 PROTOCOL_VERSION = 1
+# The release; pyproject.toml reads it, and the tests check it against CMake's.
+__version__ = "0.1.0"
 
 __all__ = [
     "Client", "RunConfig", "Buffer", "Data", "InOut", "Out", "Scalar", "dispatch_many",
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
-    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION",
+    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
+    "sizing_env_note", "check_where", "run",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
     "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",

@@ -19,6 +19,7 @@ between float sequences and little-endian f32 bytes.
 """
 
 import array
+from typing import Any, Iterable
 import struct
 import sys
 
@@ -180,13 +181,13 @@ def encode_args(args):
     return [encode_arg(a, i) for i, a in enumerate(args)]
 
 
-def f32(values):
+def f32(values: Iterable[float]) -> bytes:
     """Floats -> little-endian f32 bytes."""
     values = list(values)
     return struct.pack("<%df" % len(values), *values)
 
 
-def from_f32(data):
+def from_f32(data: Any) -> "array.array[float]":
     """Little-endian f32 bytes -> array.array('f')."""
     if len(data) % 4:
         raise ValueError("f32 data must be a multiple of 4 bytes, got %d." % len(data))

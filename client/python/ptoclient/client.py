@@ -2,7 +2,7 @@
 
 Blocking calls, one per method of the protocol, each with its own timeout:
 
-    with Client(device=0) as c:
+    with Client() as c:               # $PTOD_SOCKET, else device 0's socket
         c.ping()
         r = c.dispatch("vector_add", [Data(a), Data(b), Out(n)],
                        config=RunConfig(ring_heap=[512 << 20, 0, 0, 0]))
@@ -37,6 +37,7 @@ ConnectionLost.
 """
 
 import collections
+from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 import math
 import os
 import select
@@ -50,11 +51,12 @@ import msgpack
 
 from .args import encode_args, _to_bytes
 from .config import as_config
+from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
+from .where import check_where
 from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
                      error_from_wire)
 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
-
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
 SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
@@ -63,7 +65,7 @@ _MSGID_LIMIT = 1 << 32
 _UNSET = object()
 
 
-def socket_path_for(euid, xdg_runtime_dir, device):
+def socket_path_for(euid: int, xdg_runtime_dir: Optional[str], device: int) -> str:
     """ptod's built-in socket path for an effective uid and XDG_RUNTIME_DIR
     value (None = unset); proto/paths.h has the same rule."""
     if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device <= 255:
@@ -80,7 +82,7 @@ def socket_path_for(euid, xdg_runtime_dir, device):
     return path
 
 
-def default_socket_path(device=0):
+def default_socket_path(device: int = 0) -> str:
     """Where a client connects to ptod for `device` unless told otherwise
     (proto/paths.h): the path a daemon of this user listens on —
     /run/ptod/ptod<device>.sock for root, else
@@ -135,26 +137,38 @@ def _wait_fd(fd, events, deadline):
 class Client:
     """A connection to one ptod (see the module docstring).
 
-    socket_path: the daemon's socket; default: default_socket_path(device).
-    device: the device number whose default socket to use.
+    socket_path: the daemon's socket.  Default: default_socket_path(device)
+        when device is given, else $PTOD_SOCKET when set (and not empty),
+        else default_socket_path(0).
+    device: the device number whose built-in socket to use.
     timeout: the default per-call timeout in seconds (None or math.inf: no
         limit); each call may give its own.
     connect_timeout: for connecting (default: the smaller of timeout and 10 s).
     """
 
-    def __init__(self, socket_path=None, device=0, timeout=DEFAULT_TIMEOUT, connect_timeout=None):
+    def __init__(self, socket_path: Optional[str] = None, device: Optional[int] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT,
+                 connect_timeout: Optional[float] = None) -> None:
         _deadline(timeout)  # validate
+        warn_sizing_env()
+        if socket_path is None:
+            env = os.environ.get(SOCKET_ENV)
+            if device is None and env:
+                socket_path = env
+            else:
+                socket_path = default_socket_path(0 if device is None else device)
         self.device = device
-        self.socket_path = socket_path if socket_path is not None else default_socket_path(device)
+        self.socket_path = socket_path
+        self.where: Optional[Tuple[Any, Any]] = None  # the daemon's (device, platform), once check_where asked
         self.timeout = timeout
-        self.notifications = collections.deque(maxlen=256)  # (method, params), except "error"
+        self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)  # (method, params), except "error"
         self._cond = threading.Condition()
         self._send_lock = threading.Lock()
-        self._pending = {}       # msgid -> method, sent and not yet collected
-        self._results = {}       # msgid -> (error, result), answered and not yet collected
-        self._abandoned = set()  # msgids whose call timed out; their answers are dropped
-        self._failure = None     # the PtoError that ended the connection
-        self._send_error = None  # OSError of a failed write; the read side tells why
+        self._pending: Dict[int, str] = {}  # msgid -> method, sent and not yet collected
+        self._results: Dict[int, Tuple[Any, Any]] = {}  # msgid -> (error, result), answered and not yet collected
+        self._abandoned: Set[int] = set()  # msgids whose call timed out; their answers are dropped
+        self._failure: Optional[PtoError] = None  # the PtoError that ended the connection
+        self._send_error: Optional[OSError] = None  # OSError of a failed write; the read side tells why
         self._reading = False
         self._closed = False
         self._next_id = 1
@@ -198,7 +212,7 @@ class Client:
         sock.setblocking(False)
         return sock
 
-    def close(self):
+    def close(self) -> None:
         """Close the connection; pending calls (in other threads) get
         ConnectionLost.  Idempotent."""
         with self._cond:
@@ -226,7 +240,7 @@ class Client:
 
     # ---- low level: send, result, call -----------------------------------
 
-    def send(self, method, params=None, timeout=None):
+    def send(self, method: str, params: Any = None, timeout: Optional[float] = None) -> int:
         """Send one request; returns its msgid for result().
 
         params: None (sent as []) or a dict (sent as [dict]).  Raises
@@ -326,7 +340,7 @@ class Client:
         finally:
             self._send_lock.release()
 
-    def result(self, msgid, timeout=None):
+    def result(self, msgid: int, timeout: Optional[float] = None) -> Any:
         """The result of the request `msgid` (from send() / send_dispatch()),
         waiting for it; raises its PtoError.  Each msgid is collected once."""
         deadline = _deadline(self.timeout if timeout is None else timeout)
@@ -374,13 +388,14 @@ class Client:
                     self._reading = False
                     self._cond.notify_all()
 
-    def call(self, method, params=None, timeout=None):
+    def call(self, method: str, params: Any = None, timeout: Optional[float] = None) -> Any:
         """send() then result() under one timeout; for methods this client
         has no helper for yet."""
         deadline = _deadline(self.timeout if timeout is None else timeout)
         return self._result(self._send(method, params, deadline), deadline)
 
-    def gather(self, msgids, timeout=None, return_exceptions=False):
+    def gather(self, msgids: Iterable[int], timeout: Optional[float] = None,
+               return_exceptions: bool = False) -> List[Any]:
         """The results of several msgids, in the order given, under one
         timeout.  With return_exceptions a failed call gives its PtoError in
         place of its result (others are still collected); without, the first
@@ -517,6 +532,7 @@ class Client:
     def _call_failure(self, method, msgid):
         """The error one call raises once the connection has ended."""
         failure = self._failure
+        assert failure is not None  # only called once the connection has ended
         if not isinstance(failure, ConnectionLost):
             return failure.copy()
         what = method if msgid is None else "%s (msgid %d)" % (method, msgid)
@@ -529,23 +545,24 @@ class Client:
 
     # ---- methods of the protocol ---------------------------------------
 
-    def ping(self, timeout=None):
+    def ping(self, timeout: Optional[float] = None) -> Dict[str, Any]:
         """{version, device, state}."""
         return self.call("ping", None, timeout)
 
-    def status(self, timeout=None):
+    def status(self, timeout: Optional[float] = None) -> Dict[str, Any]:
         return self.call("status", None, timeout)
 
-    def metrics(self, timeout=None):
+    def metrics(self, timeout: Optional[float] = None) -> str:
         """The Prometheus text exposition (str)."""
         return self.call("metrics", None, timeout)
 
-    def programs(self, timeout=None):
+    def programs(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
         """[{name, description, args}]."""
         return self.call("programs", None, timeout)
 
     @staticmethod
-    def dispatch_params(program, args=(), config=None, deadline_ms=None):
+    def dispatch_params(program: str, args: Iterable[Any] = (), config: Any = None,
+                        deadline_ms: Optional[int] = None) -> Dict[str, Any]:
         """The params map of a dispatch (validated, encoded); what dispatch()
         and send_dispatch() send."""
         if not isinstance(program, str) or not program:
@@ -563,24 +580,32 @@ class Client:
             params["deadline_ms"] = deadline_ms
         return params
 
-    def dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
+    def dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
+                 deadline_ms: Optional[int] = None,
+                 timeout: Optional[float] = None) -> Dict[str, Any]:
         """Run `program` once; returns the result map (outputs as bytes, one
         entry per argument; arena, sizing with source, peaks, timing_us,
-        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict) or
-        None.  deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run
-        has not started by then."""
-        return self.call("dispatch", self.dispatch_params(program, args, config, deadline_ms),
-                         timeout)
+        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict),
+        PyPTO's RunConfig (see RunConfig.from_pypto) or None; its platform
+        and device_id are checked against the daemon first (where.check_where).
+        deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
+        not started by then."""
+        params = self.dispatch_params(program, args, config, deadline_ms)
+        check_where(self, config, timeout)
+        return self.call("dispatch", params, timeout)
 
-    def send_dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
+    def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
+                      deadline_ms: Optional[int] = None, timeout: Optional[float] = None) -> int:
         """Pipelined dispatch: send it and return its msgid for result()."""
-        return self.send("dispatch", self.dispatch_params(program, args, config, deadline_ms),
-                         timeout)
+        params = self.dispatch_params(program, args, config, deadline_ms)
+        check_where(self, config, timeout)
+        return self.send("dispatch", params, timeout)
 
-    def buffer_alloc(self, name, nbytes=None, init=None, timeout=None):
+    def buffer_alloc(self, name: str, nbytes: Optional[int] = None, init: Any = None,
+                     timeout: Optional[float] = None) -> Dict[str, Any]:
         """Allocate a resident buffer; init (bytes-like) fills it, and sets
         nbytes when nbytes is None.  Returns {name, bytes}."""
-        params = {"name": name}
+        params: Dict[str, Any] = {"name": name}
         if init is not None:
             init = _to_bytes(init, "buffer_alloc init")
             if nbytes is None:
@@ -592,39 +617,41 @@ class Client:
             params["init"] = init
         return self.call("buffer.alloc", params, timeout)
 
-    def buffer_write(self, name, data, offset=None, timeout=None):
+    def buffer_write(self, name: str, data: Any, offset: Optional[int] = None,
+                     timeout: Optional[float] = None) -> Dict[str, Any]:
         """Write bytes-like data at offset (default 0).  Returns {bytes}."""
-        params = {"name": name}
+        params: Dict[str, Any] = {"name": name}
         if offset is not None:
             params["offset"] = offset
         params["data"] = _to_bytes(data, "buffer_write data")
         return self.call("buffer.write", params, timeout)
 
-    def buffer_read(self, name, offset=None, nbytes=None, timeout=None):
+    def buffer_read(self, name: str, offset: Optional[int] = None, nbytes: Optional[int] = None,
+                    timeout: Optional[float] = None) -> bytes:
         """Read nbytes (default: to the end) from offset (default 0); returns bytes."""
-        params = {"name": name}
+        params: Dict[str, Any] = {"name": name}
         if offset is not None:
             params["offset"] = offset
         if nbytes is not None:
             params["bytes"] = nbytes
         return self.call("buffer.read", params, timeout)
 
-    def buffer_free(self, name, timeout=None):
+    def buffer_free(self, name: str, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Free a resident buffer.  Returns {bytes}."""
         return self.call("buffer.free", {"name": name}, timeout)
 
-    def buffer_list(self, timeout=None):
+    def buffer_list(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
         """[{name, bytes}]."""
         return self.call("buffer.list", None, timeout)
 
-    def prewarm(self, config=None, timeout=None):
+    def prewarm(self, config: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Build the arena for this config's sizing now (None: the daemon's
         baseline); returns the `arena` map of status."""
         cfg = as_config(config)
         wire = cfg.to_wire() if cfg is not None else {}
         return self.call("prewarm", {"config": wire} if wire else None, timeout)
 
-    def advise(self, timeout=None):
+    def advise(self, timeout: Optional[float] = None) -> Dict[str, Any]:
         """{observed, recommended, config}."""
         return self.call("advise", None, timeout)
 

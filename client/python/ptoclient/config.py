@@ -15,14 +15,17 @@ Values are shown as the daemon shows them: ``got true``, ``got 1.5``,
 """
 
 import math
+from typing import Any, Dict, List, Optional, Union
 
 import msgpack
 
-__all__ = ["RunConfig", "RING_FIELDS", "MAX_TASK_WINDOW", "INT32_MAX", "as_config"]
+__all__ = ["RunConfig", "RING_FIELDS", "MAX_TASK_WINDOW", "INT32_MAX", "PLATFORMS", "as_config"]
 
 INT32_MAX = 2**31 - 1
 MAX_TASK_WINDOW = 1 << 30
 _UINT64_LIMIT = 1 << 64
+# A ring field: one value for all four rings, or four (0 keeps a ring's default).
+RingValue = Union[int, List[int], tuple]
 
 RING_FIELDS = ("ring_task_window", "ring_heap", "ring_dep_pool")
 _SCALAR_RULE = {
@@ -37,6 +40,17 @@ _ENTRY_RULE = {
 }
 _OTHER_FIELDS = ("aicpu_thread_num", "enable_swimlane", "enable_scope_stats", "enable_dep_gen")
 KNOWN_KEYS = RING_FIELDS + _OTHER_FIELDS
+# Client-side fields: where to run, never sent in the config map.
+_WHERE_FIELDS = ("platform", "device_id")
+# PyPTO's platforms, and ptod's own name for its CPU simulation.
+PLATFORMS = ("a2a3sim", "a2a3", "a5sim", "a5", "sim")
+# The DFX attributes of a PyPTO RunConfig that ptod's config map has, by
+# PyPTO name -> ptod name; the others it has (enable_dump_args, enable_pmu)
+# are sent under their own names when set, so a daemon that lacks them says
+# so (INVALID_REQUEST) instead of dropping them.
+_PYPTO_DFX = {"enable_chip_swimlane": "enable_swimlane", "enable_scope_stats": "enable_scope_stats",
+              "enable_dep_gen": "enable_dep_gen"}
+_PYPTO_UNSUPPORTED_DFX = ("enable_dump_args", "enable_pmu")
 _SHOWN_MAX = 40    # bytes of a string shown in a message, as proto/sizing.c
 _SHOWN_CAP = 96
 
@@ -153,6 +167,28 @@ def _check_other(field, value):
     raise ValueError("%s must be a boolean, got %s." % (field, _show(value)))
 
 
+def _check_where(field, value):
+    if value is None:
+        return None
+    if field == "platform":
+        if not isinstance(value, str) or value not in PLATFORMS:
+            raise ValueError("Invalid platform %r. Expected 'a2a3sim', 'a2a3', 'a5sim', 'a5' "
+                             "or ptod's 'sim'." % (value,))
+        return value
+    if not _is_int(value) or not 0 <= value <= 255:
+        raise ValueError("device_id must be an integer in [0, 255], got %s." % _show(value))
+    return value
+
+
+def platform_matches(wanted: str, daemon_platform: str) -> bool:
+    """Whether a RunConfig's platform may run on a daemon of daemon_platform:
+    the same name, or a PyPTO simulation platform (a2a3sim, a5sim) on ptod's
+    CPU simulation (sim)."""
+    if wanted == daemon_platform:
+        return True
+    return daemon_platform == "sim" and wanted.endswith("sim")
+
+
 def _check_extra(extra):
     if extra is None:
         return {}
@@ -188,6 +224,12 @@ class RunConfig:
     aicpu_thread_num: 2..16 (0 is the same as None).
     enable_swimlane: 0..4 (a bool is read as PyPTO does: True = 4, False = 0).
     enable_scope_stats, enable_dep_gen: bool.
+    platform: where the dispatch must run ('a2a3sim', 'a2a3', 'a5sim', 'a5',
+        or ptod's 'sim'), as PyPTO's RunConfig: checked against the daemon's
+        platform at dispatch (a simulation platform runs on ptod's sim);
+        never sent.  None: any.
+    device_id: the device whose socket ptoclient.run() connects to, and that
+        Client.dispatch() checks it is talking to; never sent.  None: any.
     extra: {key: value} for config keys this client does not know yet; they
         are sent unchanged after the known ones, so a newer daemon gets them
         and an older one rejects them by name (INVALID_REQUEST) -- nothing is
@@ -197,12 +239,20 @@ class RunConfig:
     list mutated in place is caught before it is sent.
     """
 
-    __slots__ = KNOWN_KEYS + ("extra",)
+    __slots__ = KNOWN_KEYS + _WHERE_FIELDS + ("extra",)
+    extra: Dict[str, Any]  # always a dict once set (_check_extra)
 
-    def __init__(self, ring_task_window=None, ring_heap=None, ring_dep_pool=None, *,
-                 aicpu_thread_num=None, enable_swimlane=None, enable_scope_stats=None,
-                 enable_dep_gen=None, extra=None):
-        # Validation order follows PyPTO: the rings first, in field order.
+    def __init__(self, ring_task_window: Optional[RingValue] = None,
+                 ring_heap: Optional[RingValue] = None, ring_dep_pool: Optional[RingValue] = None,
+                 *, platform: Optional[str] = None, device_id: Optional[int] = None,
+                 aicpu_thread_num: Optional[int] = None,
+                 enable_swimlane: Union[int, bool, None] = None,
+                 enable_scope_stats: Optional[bool] = None, enable_dep_gen: Optional[bool] = None,
+                 extra: Optional[Dict[str, Any]] = None) -> None:
+        # Validation order follows PyPTO: the platform, then the rings in
+        # field order.
+        self.platform = platform
+        self.device_id = device_id
         self.ring_task_window = ring_task_window
         self.ring_heap = ring_heap
         self.ring_dep_pool = ring_dep_pool
@@ -210,13 +260,15 @@ class RunConfig:
         self.enable_swimlane = enable_swimlane
         self.enable_scope_stats = enable_scope_stats
         self.enable_dep_gen = enable_dep_gen
-        self.extra = extra
+        self.extra = extra  # type: ignore[assignment]  # __setattr__ makes it a dict
 
     def __setattr__(self, name, value):
         if name in RING_FIELDS:
             value = _check_ring(name, value)
         elif name in _OTHER_FIELDS:
             value = _check_other(name, value)
+        elif name in _WHERE_FIELDS:
+            value = _check_where(name, value)
         elif name == "extra":
             value = _check_extra(value)
         object.__setattr__(self, name, value)
@@ -241,16 +293,39 @@ class RunConfig:
         fields.update(changes)
         return RunConfig(**fields)
 
+    @classmethod
+    def from_pypto(cls, rc):
+        """A RunConfig from PyPTO's (or any object with its attributes; see
+        as_config).  Consumed: ring_task_window, ring_heap, ring_dep_pool,
+        platform, device_id, aicpu_thread_num, and the DFX attributes
+        enable_chip_swimlane (as enable_swimlane), enable_scope_stats,
+        enable_dep_gen; enable_dump_args and enable_pmu are sent as given
+        when set, and refused by a daemon without them.  Ignored, as PyPTO's
+        own L3 dispatch path ignores them: the compile-side and harness
+        fields (strategy, backend_type, dump_passes, save_kernels*,
+        codegen_only, rtol, atol, golden_data_dir, compile_profiling,
+        distributed_config, ...)."""
+        def set_value(name):
+            # PyPTO's defaults (None, 0, False) mean "off": leave them unset.
+            value = getattr(rc, name, None)
+            return None if value is None or value is False or value == 0 else value
+        fields = {k: getattr(rc, k, None) for k in RING_FIELDS + _WHERE_FIELDS}
+        fields["aicpu_thread_num"] = set_value("aicpu_thread_num")
+        for pypto_name, ours in _PYPTO_DFX.items():
+            fields[ours] = set_value(pypto_name)
+        extra = {k: set_value(k) for k in _PYPTO_UNSUPPORTED_DFX if set_value(k) is not None}
+        return cls(**fields, extra=extra)
+
     def to_dict(self):
         """Every field, set or not (constructor keywords)."""
-        out = {k: getattr(self, k) for k in KNOWN_KEYS}
+        out = {k: getattr(self, k) for k in KNOWN_KEYS + _WHERE_FIELDS}
         for k in RING_FIELDS:
             if isinstance(out[k], list):
                 out[k] = list(out[k])
         out["extra"] = dict(self.extra)
         return out
 
-    def to_wire(self):
+    def to_wire(self) -> Dict[str, Any]:
         """The dispatch ``config`` map: only the fields that are set, then
         ``extra`` as given.  Empty when nothing is set."""
         wire = {}
@@ -269,21 +344,32 @@ class RunConfig:
     def __eq__(self, other):
         if not isinstance(other, RunConfig):
             return NotImplemented
-        return self.to_wire() == other.to_wire()
+        return (self.to_wire() == other.to_wire()
+                and all(getattr(self, k) == getattr(other, k) for k in _WHERE_FIELDS))
 
     def __repr__(self):
-        parts = ["%s=%r" % (k, v) for k, v in self.to_wire().items() if k in KNOWN_KEYS]
+        parts = ["%s=%r" % (k, getattr(self, k)) for k in _WHERE_FIELDS
+                 if getattr(self, k) is not None]
+        parts += ["%s=%r" % (k, v) for k, v in self.to_wire().items() if k in KNOWN_KEYS]
         if self.extra:
             parts.append("extra=%r" % (self.extra,))
         return "RunConfig(%s)" % ", ".join(parts)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
-def as_config(config):
-    """None, a RunConfig or a mapping (see RunConfig.from_dict) -> RunConfig or None."""
+def _looks_like_pypto(config):
+    return not hasattr(config, "items") and all(hasattr(config, k) for k in RING_FIELDS)
+
+
+def as_config(config: Any) -> Optional["RunConfig"]:
+    """None, a RunConfig, a mapping (see RunConfig.from_dict), or PyPTO's
+    RunConfig -- any object with ring_task_window, ring_heap and
+    ring_dep_pool attributes (see RunConfig.from_pypto) -> RunConfig or None."""
     if config is None:
         return None
     if isinstance(config, RunConfig):
         return config
+    if _looks_like_pypto(config):
+        return RunConfig.from_pypto(config)
     return RunConfig.from_dict(config)

@@ -16,6 +16,7 @@ that cannot be a dispatch argument) are ``ValueError`` / ``TypeError`` at the
 call site, before anything is sent.
 """
 
+from typing import Any, Optional
 __all__ = [
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
     "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",
@@ -38,6 +39,14 @@ def _rebuild(cls, message, code, name, detail, device):
 
 
 class PtoError(Exception):
+    # set from the detail map (_DETAIL_ATTRS); None when the error has none
+    ring: Optional[int]
+    requested: Any
+    capacity: Any
+    hint: Optional[str]
+    key: Optional[str]
+    device: Any
+
     """An error from ptod or from talking to it.
 
     Attributes: ``code`` (int, or None for a client-side error), ``name``

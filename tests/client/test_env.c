@@ -1,0 +1,136 @@
+/* The clients' environment: PTOD_SOCKET names the default daemon (ptoctl
+ * without -s/-d, pto_client_connect_default), an explicit socket or device
+ * wins over it, and PTO2_RING_* in a client's own environment is pointed
+ * out once, since only the daemon's environment sizes rings. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pto/client.h>
+
+#include "fixture.h"
+
+#define PTOCTL PTOD_BINARY_DIR "/client/ptoctl"
+
+static tdaemon_t d0;
+
+static void setup(void) {
+  unsetenv("PTOD_SOCKET");
+  unsetenv("PTO2_RING_TASK_WINDOW");
+  unsetenv("PTO2_RING_HEAP");
+  unsetenv("PTO2_RING_DEP_POOL");
+  tdaemon_start(&d0, NULL);
+}
+static void teardown(void) { tdaemon_stop(&d0); }
+
+START_TEST(ptoctl_uses_ptod_socket) {
+  char env[200], *out = NULL, *err = NULL;
+  snprintf(env, sizeof(env), "PTOD_SOCKET=%s", d0.socket);
+  const char *argv[] = {PTOCTL, "--json", "ping", NULL};
+  const char *envp[] = {env, NULL};
+  int rc = trun(argv, envp, &out, &err);
+  ck_assert_msg(rc == 0, "ptoctl ping exited %d: %s", rc, err);
+  ck_assert_msg(strstr(out, "\"state\":\"ready\"") || strstr(out, "\"state\": \"ready\""), "%s",
+                out);
+  ck_assert_str_eq(err, "");
+  free(out);
+  free(err);
+
+  /* an explicit --socket wins over PTOD_SOCKET */
+  const char *argv2[] = {PTOCTL, "-s", "/nonexistent/ptod.sock", "ping", NULL};
+  rc = trun(argv2, envp, &out, &err);
+  ck_assert_int_eq(rc, 3);
+  ck_assert_msg(strstr(err, "/nonexistent/ptod.sock") != NULL, "%s", err);
+  free(out);
+  free(err);
+
+  /* a PTOD_SOCKET nobody listens on fails naming it */
+  const char *envbad[] = {"PTOD_SOCKET=/nonexistent/other.sock", NULL};
+  const char *argv3[] = {PTOCTL, "ping", NULL};
+  rc = trun(argv3, envbad, &out, &err);
+  ck_assert_int_eq(rc, 3);
+  ck_assert_msg(strstr(err, "/nonexistent/other.sock") != NULL, "%s", err);
+  free(out);
+  free(err);
+}
+END_TEST
+
+START_TEST(connect_default_uses_ptod_socket) {
+  pto_client_t *c = NULL;
+  pto_error_t err;
+  ck_assert_ptr_null(pto_client_env_socket());
+  setenv("PTOD_SOCKET", "", 1);
+  ck_assert_ptr_null(pto_client_env_socket()); /* empty counts as unset */
+  setenv("PTOD_SOCKET", d0.socket, 1);
+  ck_assert_str_eq(pto_client_env_socket(), d0.socket);
+  ck_assert_int_eq(pto_client_connect_default(1000, &c, &err), 0);
+  ck_assert_str_eq(pto_client_socket_path(c), d0.socket);
+  pto_ping_t *ping = NULL;
+  ck_assert_msg(pto_client_ping(c, 5000, &ping, &err) == 0, "%s", err.message);
+  pto_result_free(ping);
+  pto_client_close(c);
+
+  setenv("PTOD_SOCKET", "/nonexistent/ptod.sock", 1);
+  ck_assert_int_eq(pto_client_connect_default(1000, &c, &err), -PTO_E_CONNECT_FAILED);
+  ck_assert_msg(strstr(err.message, "/nonexistent/ptod.sock") != NULL, "%s", err.message);
+  unsetenv("PTOD_SOCKET");
+}
+END_TEST
+
+START_TEST(sizing_env_note) {
+  char note[1024];
+  ck_assert_int_eq(pto_client_env_sizing_note(note, sizeof(note)), 0);
+  ck_assert_str_eq(note, "");
+  setenv("PTO2_RING_HEAP", "536870912", 1);
+  setenv("PTO2_RING_DEP_POOL", "131072", 1);
+  ck_assert_int_eq(pto_client_env_sizing_note(NULL, 0), 2);
+  ck_assert_int_eq(pto_client_env_sizing_note(note, sizeof(note)), 2);
+  ck_assert_str_eq(note,
+                   "PTO2_RING_HEAP, PTO2_RING_DEP_POOL are set in this client's environment, but "
+                   "ring sizing from the environment is the daemon's: this client's dispatches "
+                   "do not use them. To make them take effect, put them in the dispatch's config "
+                   "(ring_heap=536870912, ring_dep_pool=131072), or in the daemon's environment "
+                   "(systemctl edit ptod@0: [Service] Environment=PTO2_RING_HEAP=536870912 "
+                   "PTO2_RING_DEP_POOL=131072).");
+  unsetenv("PTO2_RING_HEAP");
+  unsetenv("PTO2_RING_DEP_POOL");
+}
+END_TEST
+
+START_TEST(ptoctl_points_out_sizing_env_once) {
+  char env[200], *out = NULL, *err = NULL;
+  snprintf(env, sizeof(env), "PTOD_SOCKET=%s", d0.socket);
+  const char *envp[] = {env, "PTO2_RING_HEAP=536870912", NULL};
+  const char *argv[] = {PTOCTL, "dispatch", "noop", "1", NULL};
+  int rc = trun(argv, envp, &out, &err);
+  ck_assert_msg(rc == 0, "ptoctl exited %d: %s", rc, err);
+  ck_assert_str_eq(err,
+                   "ptoctl: PTO2_RING_HEAP is set in this client's environment, but ring sizing "
+                   "from the environment is the daemon's: this client's dispatches do not use "
+                   "it. To make it take effect, put it in the dispatch's config "
+                   "(ring_heap=536870912), or in the daemon's environment (systemctl edit "
+                   "ptod@0: [Service] Environment=PTO2_RING_HEAP=536870912).\n");
+  /* and the daemon really did not use it: the heap is the daemon's 1M */
+  ck_assert_msg(strstr(out, "1 MiB") != NULL || strstr(out, "1M") != NULL, "%s", out);
+  free(out);
+  free(err);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("env");
+  TCase *tc = tcase_create("env");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, ptoctl_uses_ptod_socket);
+  tcase_add_test(tc, connect_default_uses_ptod_socket);
+  tcase_add_test(tc, sizing_env_note);
+  tcase_add_test(tc, ptoctl_points_out_sizing_env_once);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

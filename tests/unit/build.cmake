@@ -1,0 +1,9 @@
+# The build's own shape (ARCHITECTURE.md): the runtime and the pure rules
+# link no msgpack-c, and no CMakeLists.txt gathers sources by globbing.
+add_test(NAME test_build_layering
+  COMMAND ${CMAKE_COMMAND}
+    -DNM=${CMAKE_NM}
+    -DPURE_LIBS=$<TARGET_FILE:ptorules>;$<TARGET_FILE:ptoruntime>
+    -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+    -P ${CMAKE_CURRENT_LIST_DIR}/check_layering.cmake)
+set_tests_properties(test_build_layering PROPERTIES LABELS unit TIMEOUT 60)
