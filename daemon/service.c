@@ -7,6 +7,7 @@
 
 #include <pto/version.h>
 
+#include "dfx.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -289,33 +290,6 @@ oom:
 
 /* ---- admission ---------------------------------------------------------- */
 
-/* The diagnostics a dispatch asked for, checked on the loop like every
- * other parameter.  ptod's sim device records ring peaks per run (scope
- * stats); it has no swimlane or dependency-graph tracing, and says so
- * instead of ignoring the request. */
-static int check_diagnostics(ptod_t *d, const proto_config_t *c, pto_error_t *err) {
-  int rc = 0;
-  const char *key = NULL;
-  if (c->enable_swimlane > 0) {
-    key = "enable_swimlane";
-    rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
-                       "enable_swimlane = %d is not supported on platform '%s'; use 0.",
-                       c->enable_swimlane, dev_name(d->dev));
-  } else if (c->enable_dep_gen == 1) {
-    key = "enable_dep_gen";
-    rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
-                       "enable_dep_gen is not supported on platform '%s'; use false.",
-                       dev_name(d->dev));
-  } else if (c->enable_scope_stats == 1 && !d->cfg.daemon.diagnostics_dir[0]) {
-    key = "enable_scope_stats";
-    rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
-                       "enable_scope_stats writes a file, and this daemon has no [daemon] "
-                       "diagnostics_dir; ask its operator to set one.");
-  }
-  if (key) snprintf(err->key, sizeof(err->key), "%s", key);
-  return rc;
-}
-
 static void admit(svc_request_t *req) {
   ptod_t *d = req->d;
   pto_error_t err;
@@ -344,12 +318,10 @@ static void admit(svc_request_t *req) {
   req->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
   req->deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
   if (is_dispatch(req)) {
-    if (check_diagnostics(d, &req->params.dispatch.config, &err) < 0) {
-      reject(req, &err);
-      request_free(req);
-      return;
-    }
-    if (req->params.dispatch.config.enable_scope_stats == 1) {
+    /* DFX artefacts come back in the result (dfx.h), and as files too
+     * where there is a diagnostics_dir. */
+    req->output_limit = d->cfg.daemon.output_limit;
+    if (dfx_wanted(&req->params.dispatch.config) && d->cfg.daemon.diagnostics_dir[0]) {
       req->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
       if (!req->diagnostics_dir) {
         pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");

@@ -500,6 +500,7 @@ static const schema_spec_t dispatch_result_rows[] = {
     ROW_MAP("peaks", T, peaks, peaks_schema, 0),
     ROW_MAP_HERE("timing_us", timing_schema),
     ROW_COUNT("tasks", T, tasks),
+    ROW_MAP("dfx", T, dfx, proto_dfx_schema, F_OPT),
 };
 #undef T
 static const schema_t dispatch_result_schema = SCHEMA(dispatch_result_rows);
@@ -643,3 +644,4 @@ int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t me
   rc = proto_pack_response_begin(&pk, msgid);
   return rc < 0 ? rc : proto_result_pack(&pk, method, result);
 }
+

@@ -184,16 +184,13 @@ class Methods(harness.DaemonTest):
         # The daemon is none the worse.
         self.assertEqual(unf32(self.c.call("dispatch", vector_add([1], [2]))["outputs"][2]), [3])
 
-    def test_dispatch_diagnostics_not_supported(self):
-        err = self.c.call_err("dispatch", noop(config={"enable_swimlane": 1}))
-        self.assertError(err, "INVALID_CONFIG", contains=["enable_swimlane = 1", "'sim'"])
-        self.assertEqual(err.get("key"), "enable_swimlane")
-        err = self.c.call_err("dispatch", noop(config={"enable_dep_gen": True}))
-        self.assertError(err, "INVALID_CONFIG", contains=["enable_dep_gen"])
-        self.assertEqual(err.get("key"), "enable_dep_gen")
-        err = self.c.call_err("dispatch", noop(config={"enable_scope_stats": True}))
-        self.assertError(err, "INVALID_CONFIG", contains=["diagnostics_dir"])
-        self.assertEqual(err.get("key"), "enable_scope_stats")
+    def test_dispatch_diagnostics_come_back_in_the_result(self):
+        # No diagnostics_dir needed: each flag gives its artefact (test_dfx checks them).
+        for key, value, artefact in (("enable_swimlane", 1, "swimlane"),
+                                     ("enable_dep_gen", True, "dep_graph"),
+                                     ("enable_scope_stats", True, "scope_stats")):
+            r = self.c.call("dispatch", noop(config={key: value}))
+            self.assertEqual(list(r["dfx"]), [artefact])
         # The "off" values are accepted.
         self.c.call("dispatch", noop(config={"enable_swimlane": 0, "enable_dep_gen": False,
                                              "enable_scope_stats": False}))
