@@ -185,6 +185,26 @@ static void note_first_dispatch(ptod_t *d, bool hit) {
   pthread_mutex_unlock(&d->lock);
 }
 
+/* A dispatch the device took: its outcome and timings, for metrics.  t_*
+ * are 0 for the stages it did not reach. */
+static void observe(svc_request_t *req, int code, const rt_arena_result_t *arena,
+                    uint64_t t_arena, uint64_t t_run, uint64_t t_done) {
+  const dsp_job_t *job = &req->job;
+  uint64_t end = t_done ? t_done : dsp_now_ns();
+  metrics_dispatch_t o = {
+      .program = req->params.dispatch.program,
+      .code = code,
+      .arena_ready = t_run != 0,
+      .arena_hit = t_run && arena->hit,
+      .arena_key = t_run ? arena->key : 0,
+      .queue_us = (job->started_ns - job->admitted_ns) / 1000u,
+      .arena_us = t_run ? (t_run - t_arena) / 1000u : 0,
+      .run_us = t_done && t_run ? (t_done - t_run) / 1000u : 0,
+      .total_us = (end - job->admitted_ns) / 1000u,
+  };
+  metrics_observe_dispatch(req->d->metrics, &o);
+}
+
 static void run_dispatch(svc_request_t *req) {
   ptod_t *d = req->d;
   const proto_dispatch_params_t *p = &req->params.dispatch;
@@ -192,13 +212,13 @@ static void run_dispatch(svc_request_t *req) {
   proto_dispatch_result_t *r = &result.dispatch;
   pto_sizing_resolved_t sizing;
   const pto_program_t *prog;
-  rt_arena_result_t arena;
+  rt_arena_result_t arena = {0};
   rt_run_stats_t stats;
   rt_run_config_t rcfg = {0};
   pto_error_t err;
   pto_arg_t *args = NULL;
   proto_bytes_t *outputs = NULL;
-  uint64_t t_arena, t_run, t_done, out_bytes = 0;
+  uint64_t t_arena = 0, t_run = 0, t_done = 0, out_bytes = 0;
   rt_trace_t *trace = NULL;
   dfx_artefacts_t dfx = {0};
   proto_dfx_t fail_dfx = {0};
@@ -282,6 +302,7 @@ static void run_dispatch(svc_request_t *req) {
   r->timing_us.total = (t_done - req->job.admitted_ns) / 1000u;
   r->tasks = stats.tasks;
   encode_result(req, &result);
+  observe(req, req->result_code, &arena, t_arena, t_run, t_done);
   dfx_artefacts_free(&dfx);
   rt_trace_free(trace);
   return;
@@ -299,6 +320,7 @@ fail:
     if (proto_encode_error_response_dfx(&req->response, req->msgid, &err, &fail_dfx) < 0)
       encode_error(req, &err);
   }
+  observe(req, err.code, &arena, t_arena, t_run, t_done);
   dfx_artefacts_free(&dfx);
   rt_trace_free(trace);
 }
@@ -437,7 +459,7 @@ static void run_prewarm(svc_request_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
   pto_sizing_resolved_t sizing;
-  rt_arena_result_t arena;
+  rt_arena_result_t arena = {0};
   pto_error_t err;
 
   pto_error_clear(&err);

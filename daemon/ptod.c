@@ -19,6 +19,7 @@
 #include <pto/version.h>
 
 #include "log.h"
+#include "metrics_feed.h"
 #include "notify.h"
 #include "service.h"
 
@@ -80,6 +81,7 @@ static void close_handle(uv_handle_t *h) {
 /* Everything on the loop goes; uv_run then returns. */
 static void finish(life_t *life) {
   uv_timer_stop(&life->drain_poll);
+  metrics_feed_stop(&life->d);
   srv_close(life->d.srv);
   life->d.srv = NULL;
   dsp_destroy(life->d.dsp);
@@ -253,7 +255,7 @@ static int start_device(life_t *life, pto_error_t *err) {
                 "programs.",
                 d->cfg.device.programs, strerror(errno));
   if (buf_table_create(d->dev, d->cfg.device.memory, &d->buffers) < 0 ||
-      advise_create(&d->advise) < 0)
+      advise_create(&d->advise) < 0 || metrics_create(&d->metrics) < 0)
     return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
   return 0;
 }
@@ -285,6 +287,7 @@ static void stop_device(ptod_t *d) {
   rt_destroy(d->rt);
   buf_table_free(d->buffers);
   advise_free(d->advise);
+  metrics_free(d->metrics);
   dev_close(d->dev);
 }
 
@@ -353,6 +356,15 @@ int ptod_run(const char *config_path) {
     goto out_dsp;
   }
   log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
+  rc = metrics_feed_start(d, &err);
+  if (rc < 0) {
+    log_err("%s", err.message);
+    metrics_feed_stop(d);
+    srv_close(d->srv);
+    d->srv = NULL;
+    exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
+    goto out_dsp;
+  }
 
   uv_signal_init(&life->loop, &life->sig_term);
   uv_signal_init(&life->loop, &life->sig_int);

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "device.h"
 #include "dispatch.h"
+#include "metrics.h"
 #include "runtime.h"
 #include "server.h"
 
@@ -56,17 +57,14 @@ typedef struct ptod {
   pto_sizing_resolved_t prewarm_sizing;
   uint64_t prewarm_key;
   int first_dispatch_hit; /* -1 until a dispatch reaches the arena, then 0 or 1 */
-  uint64_t error_counts[1100]; /* by error code, for metrics (under lock) */
+
+  metrics_t *metrics;          /* counters and histograms (metrics.h) */
+  struct metrics_feed *feed;   /* the HTTP endpoint and textfile (metrics_feed.h); loop thread */
 
   /* Device thread only: the grow-only staging area for host arguments. */
   void *staging;
   uint64_t staging_bytes;
   uint64_t dispatch_seq;
-
-  /* Dispatch latency histogram (under lock): bucket i counts totals <= bounds[i]. */
-  uint64_t latency_buckets[16];
-  uint64_t latency_count;
-  double latency_sum_s;
 } ptod_t;
 
 /* Record an error code for metrics (any thread). */

@@ -10,6 +10,7 @@
 #include "dfx.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_feed.h"
 
 const char *ptod_state_name(ptod_state_t state) {
   switch (state) {
@@ -20,12 +21,7 @@ const char *ptod_state_name(ptod_state_t state) {
   return "unknown";
 }
 
-void ptod_count_error(ptod_t *d, int code) {
-  if (code <= 0 || code >= (int)(sizeof(d->error_counts) / sizeof(d->error_counts[0]))) return;
-  pthread_mutex_lock(&d->lock);
-  d->error_counts[code]++;
-  pthread_mutex_unlock(&d->lock);
-}
+void ptod_count_error(ptod_t *d, int code) { metrics_count_error(d->metrics, code); }
 
 void ptod_set_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing) {
   pthread_mutex_lock(&d->lock);
@@ -84,7 +80,10 @@ static bool is_dispatch(const svc_request_t *req) { return req->method == PROTO_
 static void reject(svc_request_t *req, const pto_error_t *err) {
   ptod_t *d = req->d;
   ptod_count_error(d, err->code);
-  if (is_dispatch(req)) atomic_fetch_add(&d->dispatches_rejected, 1);
+  if (is_dispatch(req)) {
+    atomic_fetch_add(&d->dispatches_rejected, 1);
+    metrics_count_rejected(d->metrics, req->params.dispatch.program);
+  }
   service_send_error(req->conn, req->msgid, err);
 }
 
@@ -102,7 +101,6 @@ static void request_complete(dsp_job_t *job) {
         atomic_fetch_add(&d->dispatches_ok, 1);
       else
         atomic_fetch_add(&d->dispatches_failed, 1);
-      metrics_observe_dispatch(d, (job->finished_ns - job->admitted_ns) / 1000u);
     }
     if (req->result_code != PTO_OK) ptod_count_error(d, req->result_code);
     if (!srv_conn_gone(conn)) send_sbuffer(conn, &req->response);
@@ -234,7 +232,7 @@ static bool serve_on_loop(svc_request_t *req) {
     serve_status(d, &result.status);
     break;
   case PROTO_M_METRICS:
-    text = metrics_render(d, &n);
+    text = metrics_feed_text(d, &n);
     if (!text) goto oom;
     result.metrics.text = text;
     result.metrics.len = n;

@@ -93,13 +93,13 @@ class Methods(harness.DaemonTest):
     def test_metrics_is_prometheus_text_and_counters_move(self):
         samples, types = parse_prometheus(self.c.call("metrics"))
         self.assertEqual(types["ptod_dispatches_total"], "counter")
-        self.assertEqual(types["ptod_dispatch_duration_seconds"], "histogram")
+        self.assertEqual(types["ptod_dispatch_request_duration_seconds"], "histogram")
         self.assertEqual(metric(samples, "ptod_state", state="ready"), 1)
         ok = metric(samples, "ptod_dispatches_total", outcome="ok")
         failed = metric(samples, "ptod_dispatches_total", outcome="failed")
         not_found = metric(samples, "ptod_errors_total", name="NOT_FOUND")
         hits = metric(samples, "ptod_arena_hits_total")
-        count = metric(samples, "ptod_dispatch_duration_seconds_count")
+        count = metric(samples, "ptod_dispatch_request_duration_seconds_count")
         requests = metric(samples, "ptod_requests_total")
 
         self.c.call("dispatch", noop())
@@ -112,11 +112,11 @@ class Methods(harness.DaemonTest):
         self.assertEqual(metric(samples, "ptod_errors_total", name="NOT_FOUND"), not_found + 1)
         # Both dispatches reached the arena (the second failed in its orchestration).
         self.assertEqual(metric(samples, "ptod_arena_hits_total"), hits + 2)
-        self.assertEqual(metric(samples, "ptod_dispatch_duration_seconds_count"), count + 2)
+        self.assertEqual(metric(samples, "ptod_dispatch_request_duration_seconds_count"), count + 2)
         self.assertEqual(metric(samples, "ptod_requests_total"), requests + 4)
         # The histogram is cumulative and ends at +Inf with the count.
         buckets = sorted(((float(dict(k[1])["le"]), v) for k, v in samples.items()
-                          if k[0] == "ptod_dispatch_duration_seconds_bucket"))
+                          if k[0] == "ptod_dispatch_request_duration_seconds_bucket"))
         self.assertEqual(buckets[-1], (float("inf"), count + 2))
         self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
         self.assertEqual(metric(samples, "ptod_memory_limit_bytes"), 1 << 30)

@@ -1,6 +1,7 @@
 # The daemon's configuration file.  config.c gets a library of its own here,
 # so these tests build without the rest of ptodcore.
-add_library(ptod_config_test STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c)
+add_library(ptod_config_test STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c
+  ${PROJECT_SOURCE_DIR}/daemon/listen_addr.c)
 target_compile_definitions(ptod_config_test PUBLIC PTOD_DEFAULT_PROGRAMS_DIR="${PTOD_PROGRAMS_DIR}")
 target_include_directories(ptod_config_test PUBLIC ${PROJECT_SOURCE_DIR}/daemon)
 target_link_libraries(ptod_config_test PUBLIC ptoproto PkgConfig::INIH)
