@@ -163,10 +163,11 @@ static void counters(tb_t *t, const rt_trace_t *tr, uint32_t device) {
               "\"name\": \"%s on ring %u\", \"ts\": ",
            device, tr->ncores, pto_error_name(f->code), f->ring);
     us(t, f->at_ns);
-    tb_put(t, ", \"args\": {\"field\": \"%s\", \"requested\": %" PRIu64 ", \"capacity\": %" PRIu64
+    tb_put(t, ", \"args\": {\"ring\": %u, \"field\": \"%s\", \"requested\": %" PRIu64
+              ", \"capacity\": %" PRIu64
               ", \"live_tasks\": %" PRIu64 ", \"live_heap\": %" PRIu64 ", \"live_deps\": %" PRIu64
               ", \"scope\": ",
-           f->field, f->requested, f->capacity, f->ring_tasks, f->ring_heap, f->ring_deps);
+           f->ring, f->field, f->requested, f->capacity, f->ring_tasks, f->ring_heap, f->ring_deps);
     if (f->scope == RT_TRACE_NONE)
       tb_put(t, "null}},\n");
     else

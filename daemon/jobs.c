@@ -179,10 +179,14 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
   return 0;
 }
 
-static void note_first_dispatch(ptod_t *d, bool hit) {
+/* Whether this is the first dispatch to reach the arena. */
+static bool note_first_dispatch(ptod_t *d, bool hit) {
+  bool first;
   pthread_mutex_lock(&d->lock);
-  if (d->first_dispatch_hit < 0) d->first_dispatch_hit = hit ? 1 : 0;
+  first = d->first_dispatch_hit < 0;
+  if (first) d->first_dispatch_hit = hit ? 1 : 0;
   pthread_mutex_unlock(&d->lock);
+  return first;
 }
 
 /* A dispatch the device took: its outcome and timings, for metrics.  t_*
@@ -248,7 +252,8 @@ static void run_dispatch(svc_request_t *req) {
   rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
   account_arena(d);
   if (rc < 0) goto fail;
-  note_first_dispatch(d, arena.hit);
+  advise_note_arena(d->advise, p->program, &sizing, &d->prewarm_sizing,
+                    note_first_dispatch(d, arena.hit), arena.hit, arena.build_us);
   if (!arena.hit) {
     char text[256];
     pto_sizing_format(&sizing, text, sizeof(text));
@@ -275,7 +280,7 @@ static void run_dispatch(svc_request_t *req) {
     r->peaks.value[PTO_FIELD_HEAP][rg] = stats.peak_heap[rg];
     r->peaks.value[PTO_FIELD_DEP_POOL][rg] = stats.peak_dep_pool[rg];
   }
-  advise_record(d->advise, &r->peaks);
+  advise_record(d->advise, p->program, &r->peaks, &sizing);
 
   for (uint32_t i = 0; i < p->nargs; i++) {
     bool returned = args[i].kind == PTO_ARG_INOUT || args[i].kind == PTO_ARG_OUTPUT;

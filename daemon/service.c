@@ -216,7 +216,8 @@ static bool serve_on_loop(svc_request_t *req) {
   buf_info_t *infos = NULL;
   proto_buffer_info_t *bufs = NULL;
   program_list_t programs = {0};
-  char *text = NULL, advice[512];
+  char *text = NULL;
+  advise_result_mem_t advice = {0};
   size_t n = 0;
   pto_error_t err;
   int rc;
@@ -263,14 +264,13 @@ static bool serve_on_loop(svc_request_t *req) {
     result.buffer_list.count = (uint32_t)n;
     break;
   case PROTO_M_ADVISE:
-    advise_observed(d->advise, &result.advise.observed);
-    advise_recommend(&result.advise.observed, &result.advise.recommended, advice, sizeof(advice));
-    result.advise.config = advice;
+    if (advise_result(d->advise, &result.advise, &advice) < 0) goto oom;
     break;
   default:
     return false;
   }
   send_result(req->conn, req->msgid, req->method, &result);
+  advise_result_free(&advice);
   free(text);
   free(programs.items);
   free(infos);

@@ -290,10 +290,25 @@ typedef struct proto_buffer_list {
   uint32_t count;
 } proto_buffer_list_t;
 
+/* One program's part of advise. */
+typedef struct proto_advise_program {
+  const char *program;
+  uint64_t dispatches;
+  pto_sizing_t observed, recommended;
+} proto_advise_program_t;
+
 typedef struct proto_advise_result {
   pto_sizing_t observed;    /* peaks seen: {task_window, heap, dep_pool} on the wire */
   pto_sizing_t recommended; /* a sizing map */
-  const char *config;       /* the config-file lines that set it */
+  const char *config;       /* the config-file lines that set it ([ring] and [prewarm]) */
+  /* Optional (a daemon before 1.1 sends none): per program, the distinct
+   * sizings dispatches ran with, and warnings (full sentences). */
+  const proto_advise_program_t *programs;
+  uint32_t nprograms;
+  const pto_sizing_t *sizings;
+  uint32_t nsizings;
+  const char *const *warnings;
+  uint32_t nwarnings;
 } proto_advise_result_t;
 
 typedef union proto_result {

@@ -482,7 +482,7 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   {
     uint64_t used = dep_pos - atomic_load_explicit(&ring->dep_tail, memory_order_relaxed);
     if (used > ring->peak_deps) ring->peak_deps = used;
-    o->rec_deps = used;
+    if (o->trace) o->rec_deps = used;
   }
 
   for (uint32_t i = 0; i < args->ntensors; i++)

@@ -123,10 +123,12 @@ class Methods(harness.DaemonTest):
 
     def test_advise_shape(self):
         r = self.c.call("advise")
-        self.assertEqual(set(r), {"observed", "recommended", "config"})
+        self.assertEqual(set(r), {"observed", "recommended", "config", "programs", "sizings",
+                                  "warnings"})
         self.assertEqual(set(r["observed"]), {"task_window", "heap", "dep_pool"})
         self.assertEqual(set(r["recommended"]), SIZING_KEYS)
         self.assertTrue(r["config"].startswith("[ring]\n"), r["config"])
+        self.assertIn("\n[prewarm]\n", r["config"])
 
     def test_prewarm_method(self):
         r = self.c.call("prewarm", {"config": {"ring_heap": [0, 2048, 0, 0]}})
