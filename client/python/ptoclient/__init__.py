@@ -20,6 +20,7 @@ from .errors import (
     NotFound, OutOfMemory, PermissionDenied, ProtocolError, PtoError, RuntimeFailure,
     SchedulerTimeout, ScopeDeadlock, ShuttingDown, TensormapOverflow, UnknownMethod,
     UnknownProgram, error_from_wire)
+from .dfx import DfxRefused, save_dfx
 from .multi import MultiResult, dispatch_many
 
 PROTOCOL_VERSION = 1
@@ -28,7 +29,7 @@ __all__ = [
     "Client", "RunConfig", "Buffer", "Data", "InOut", "Out", "Scalar", "dispatch_many",
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
-    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION",
+    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "save_dfx", "DfxRefused",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
     "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",

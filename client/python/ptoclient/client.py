@@ -566,7 +566,7 @@ class Client:
     def dispatch(self, program, args=(), config=None, deadline_ms=None, timeout=None):
         """Run `program` once; returns the result map (outputs as bytes, one
         entry per argument; arena, sizing with source, peaks, timing_us,
-        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict) or
+        tasks; dfx when the config set a DFX flag, see ptoclient.dfx).  config: a RunConfig, a dict (see RunConfig.from_dict) or
         None.  deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run
         has not started by then."""
         return self.call("dispatch", self.dispatch_params(program, args, config, deadline_ms),
