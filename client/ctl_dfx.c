@@ -63,7 +63,7 @@ typedef struct picture {
   const char *program;
   bool failed;
   const char *error, *field;
-  int ring;
+  int ring, scope;
   double at, requested, capacity, live_heap, live_tasks;
 } picture_t;
 
@@ -129,6 +129,7 @@ static int collect(const jr_doc_t *d, picture_t *pic, char *msg, size_t len) {
       pic->error = name;
       pic->field = jr_str(d, args, "field");
       pic->ring = (int)jr_num(d, args, "ring", -1);
+      pic->scope = (int)jr_num(d, args, "scope", -1);
       pic->at = ts;
       pic->requested = jr_num(d, args, "requested", 0);
       pic->capacity = jr_num(d, args, "capacity", 0);
@@ -228,9 +229,9 @@ static void panel(FILE *f, const picture_t *pic, int r, int fld, double y0) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"request\"/>\n",
             X(pic->at), Y(live), X(pic->at), Y(want));
     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" class=\"failed\"/>\n", X(pic->at), Y(want));
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"failtext\" text-anchor=\"end\">%s at %.1f µs: "
-               "%s in use + %s asked &gt; %s</text>\n",
-            X(pic->at) - 8, Y(want) + 4, pic->error, pic->at, a, b, cap);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"failtext\" text-anchor=\"end\">%s (scope %d) at "
+               "%.1f µs: %s in use + %s asked &gt; %s</text>\n",
+            X(pic->at) - 8, Y(want) + 4, pic->error, pic->scope, pic->at, a, b, cap);
   }
   fprintf(f, "</g>\n");
 #undef X

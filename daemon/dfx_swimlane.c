@@ -5,7 +5,8 @@
  * schedulers.  Level 1: one complete event ("ph": "X") per task on the
  * lane that ran it.  Level >= 2 adds the orchestrator's phases (the
  * orchestration, every scope, every wait for room on a ring), the
- * schedulers' completions, one counter track per ring and resource
+ * schedulers' hand-offs (a core's finished task taken up by a scheduler),
+ * one counter track per ring and resource
  * ("ring 1 heap bytes", "ring 1 task window"), each sample with the used
  * amount and the capacity, and an instant event for a ring error.  Times
  * are microseconds from the start of the run, as the format wants.

@@ -135,9 +135,9 @@ static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
   rt_runtime_t *rt = w->rt;
   if (!w->core) {
     rt_trace_t *tr = trace_of(rt);
-    uint64_t t0 = tr ? rt_now_ns() : 0;
+    /* Before the completion: it may end the run, and the record with it. */
+    if (tr) trace_handoff(tr, rt, t, trace_sched_lane(rt, w->index), rt_now_ns());
     sched_complete(rt, t, SC_QUEUE, NULL);
-    if (tr) trace_phase(tr, trace_sched_lane(rt, w->index), "complete", t->ring, t0, rt_now_ns());
     atomic_store_explicit(&w->completed,
                           atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
                           memory_order_relaxed);

@@ -209,3 +209,10 @@ void trace_phase(rt_trace_t *tr, uint32_t lane, const char *name, uint32_t ring,
   l->phases[l->nphases++] =
       (rt_trace_phase_t){name, ring, rel(tr, begin_ns), rel(tr, end_ns)};
 }
+
+void trace_handoff(rt_trace_t *tr, const rt_runtime_t *rt, const rt_task_t *t, uint32_t lane,
+                   uint64_t now_ns) {
+  rt_trace_task_t *rec = task_of(tr, rt, t);
+  if (rec && rec->core != RT_TRACE_NONE)
+    trace_phase(tr, lane, "hand-off", t->ring, tr->t0_ns + rec->end_ns, now_ns);
+}

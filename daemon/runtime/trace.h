@@ -11,9 +11,9 @@
  * its reservation and the producers the tensor map derived for it.  Per
  * scope: depth, ring, begin and end.  At level >= 2 also the phases of
  * the orchestrator (the orchestration, each wait for room on a ring) and
- * of the scheduler threads (completions they processed).  When a ring
- * error stops the run, the request that failed (ring, requested,
- * capacity, the ring's use at that moment).
+ * of the scheduler threads (the hand-off of each completion they took
+ * up).  When a ring error stops the run, the request that failed (ring,
+ * requested, capacity, the ring's use at that moment).
  *
  * Caps: at most max_tasks tasks, 4 x max_tasks dependencies, max_tasks
  * phases per lane and 4096 scopes are recorded; what does not fit is

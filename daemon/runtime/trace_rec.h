@@ -32,6 +32,11 @@ void trace_ready(rt_trace_t *tr, const rt_runtime_t *rt, const rt_task_t *t, uin
 /* The thread that ran t's kernel, on lane `lane`, from t0 to t1. */
 void trace_ran(rt_trace_t *tr, const rt_runtime_t *rt, const rt_task_t *t, uint32_t lane,
                uint64_t t0_ns, uint64_t t1_ns);
+/* Scheduler lane `lane` takes up the completion of t, whose kernel ended
+ * on a core: the hand-off, from that end to now, is its phase
+ * "hand-off".  Called before the completion, which may end the run. */
+void trace_handoff(rt_trace_t *tr, const rt_runtime_t *rt, const rt_task_t *t, uint32_t lane,
+                   uint64_t now_ns);
 /* Lane `lane`'s own phase (only its thread writes a lane). */
 void trace_phase(rt_trace_t *tr, uint32_t lane, const char *name, uint32_t ring, uint64_t begin_ns,
                  uint64_t end_ns);
