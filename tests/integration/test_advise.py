@@ -66,6 +66,16 @@ class Advise(harness.DaemonTest):
         self.assertIn("8 KiB in use + 4 KiB asked > 8 KiB", heap_text)
         self.assertEqual(len(list(panels[("0", "heap")].iter(SVG + "circle"))), 1)
         self.assertEqual(len(list(panels[("0", "task_window")].iter(SVG + "circle"))), 0)
+        # A level-1 trace has no counters; a file that is not JSON is not a trace.
+        lvl1 = os.path.join(self.tmp, "lvl1")
+        self.ptoctl(d, "--config-set", "enable_swimlane=1", "--dfx-dir", lvl1, "dispatch", "noop",
+                    "int:2")
+        p = self.ptoctl(d, "dfx", "ring-occupancy", os.path.join(lvl1, "swimlane.json"), "-o",
+                        svg + ".x", expect=2)
+        self.assertIn("no ring counters; dispatch with enable_swimlane = 2", p.stderr)
+        p = self.ptoctl(d, "dfx", "ring-occupancy", os.path.join(fail, "dep_graph.dot"), "-o",
+                        svg + ".x", expect=2)
+        self.assertIn("is not valid JSON: expected a JSON value at byte 0.", p.stderr)
         if CHROMIUM:  # it renders (the picture itself is checked by eye, see docs/operations.md)
             png = os.path.join(self.tmp, "rings.png")
             subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",

@@ -181,6 +181,16 @@ class Budget(harness.DaemonTest):
             trace = json.load(f)
         self.assertEqual(len([e for e in trace["traceEvents"] if e.get("cat") == "task"]), 40)
 
+    def test_more_tasks_than_the_record_holds_is_refused(self):
+        d = self.daemon()
+        with d.client() as c:
+            r = c.call("dispatch", noop(tasks=70000, depth=1,
+                                        config=dict(ALL, ring_task_window=[0, 131072, 0, 0])))
+        self.assertEqual(r["tasks"], 70000)  # the dispatch itself ran
+        self.assertEqual(sorted(r["dfx"]), ["refused"])
+        self.assertIn("The run submitted 70000 tasks; a traced dispatch records at most 65536",
+                      r["dfx"]["refused"])
+
 
 if __name__ == "__main__":
     harness.main()

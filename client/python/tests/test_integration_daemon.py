@@ -173,17 +173,19 @@ class Sizing(DaemonCase):
         self.assertEqual(r["sizing"]["source"]["ring_task_window"], ["env", "env", "env",
                                                                      "request"])
 
+    def prefill(self, S=32, H=2, D=4):
+        """A client of a fresh daemon holding the KV cache, and prefill args."""
+        c = self.client(self.daemon())
+        n = S * H * D
+        c.buffer_alloc("kv", 2 * n * 4)
+        return c, [Data(f32(rand_f32(n, 1))), Data(f32(rand_f32(n, 2))),
+                   Data(f32(rand_f32(n, 3))), Buffer("kv"), Out(n * 4), S, H, D]
+
     def test_heap_deadlock_fixed_by_per_dispatch_heap(self):
         # the seed's case: a prefill whose intermediates outgrow ring 0's heap
         # fails with HEAP_RING_DEADLOCK, and a bigger ring_heap for that one
         # dispatch (list form, ring 0 only) fixes it.
-        d = self.daemon()
-        c = self.client(d)
-        S, H, D = 32, 2, 4
-        n = S * H * D
-        args = [Data(f32(rand_f32(n, 1))), Data(f32(rand_f32(n, 2))), Data(f32(rand_f32(n, 3))),
-                Buffer("kv"), Out(n * 4), S, H, D]
-        c.buffer_alloc("kv", 2 * S * H * D * 4)
+        c, args = self.prefill()
         with self.assertRaises(HeapRingDeadlock) as cm:
             c.dispatch("attention_prefill", args, config=RunConfig(ring_heap=[4096, 0, 0, 0]))
         self.assertEqual(cm.exception.ring, 0)
@@ -192,13 +194,7 @@ class Sizing(DaemonCase):
         self.assertEqual(r["sizing"]["source"]["ring_heap"][0], "request")
 
     def test_dfx_in_the_result_and_in_the_error(self):
-        d = self.daemon()
-        c = self.client(d)
-        S, H, D = 32, 2, 4
-        n = S * H * D
-        args = [Data(f32(rand_f32(n, 1))), Data(f32(rand_f32(n, 2))), Data(f32(rand_f32(n, 3))),
-                Buffer("kv"), Out(n * 4), S, H, D]
-        c.buffer_alloc("kv", 2 * S * H * D * 4)
+        c, args = self.prefill()
         traced = dict(enable_swimlane=2, enable_scope_stats=True, enable_dep_gen=True)
         with self.assertRaises(HeapRingDeadlock) as cm:
             c.dispatch("attention_prefill", args, config=RunConfig(ring_heap=[4096, 0, 0, 0],
