@@ -155,8 +155,7 @@ static void inline_lines(const pto_sizing_t *s, const char *section, char *buf, 
 }
 
 void advise_note_arena(advise_t *a, const char *program, const pto_sizing_resolved_t *sizing,
-                       const pto_sizing_resolved_t *prewarm, bool first, bool hit,
-                       uint64_t build_us) {
+                       bool first, bool hit, uint64_t build_us) {
   bool log_first = false, log_alternating = false;
   pto_sizing_t used, fix, peaks;
   uint32_t nsizings;
@@ -186,7 +185,6 @@ void advise_note_arena(advise_t *a, const char *program, const pto_sizing_resolv
   if (log_first) {
     pto_sizing_from_resolved(sizing, &used);
     inline_lines(&used, "prewarm", lines, sizeof lines);
-    (void)prewarm;
     log_warning("The first dispatch (of '%s') missed the prewarmed arena and built its own in "
                 "%" PRIu64 " ms; to have it find its arena built, set %s.",
                 program ? program : "", build_us / 1000u, lines);

@@ -45,8 +45,7 @@ void advise_record(advise_t *a, const char *program, const pto_sizing_t *peaks,
  * lines that would fix it, when the first dispatch missed the prewarmed
  * arena, and when dispatches start alternating between sizings. */
 void advise_note_arena(advise_t *a, const char *program, const pto_sizing_resolved_t *sizing,
-                       const pto_sizing_resolved_t *prewarm, bool first, bool hit,
-                       uint64_t build_us);
+                       bool first, bool hit, uint64_t build_us);
 
 /* The peaks seen (max per ring and field), and how many dispatches. */
 uint64_t advise_observed(advise_t *a, pto_sizing_t *ret_observed);

@@ -111,6 +111,7 @@ int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *progra
 
   memset(ret, 0, sizeof *ret);
   names.n = 0;
+  if (!tr->t0_ns) return 0; /* rt_run refused before recording anything */
   if (rt_trace_incomplete(tr)) {
     snprintf(ret->refused, sizeof ret->refused,
              "The run submitted %" PRIu64 " tasks; a traced dispatch records at most %u "

@@ -252,8 +252,8 @@ static void run_dispatch(svc_request_t *req) {
   rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
   account_arena(d);
   if (rc < 0) goto fail;
-  advise_note_arena(d->advise, p->program, &sizing, &d->prewarm_sizing,
-                    note_first_dispatch(d, arena.hit), arena.hit, arena.build_us);
+  advise_note_arena(d->advise, p->program, &sizing, note_first_dispatch(d, arena.hit), arena.hit,
+                    arena.build_us);
   if (!arena.hit) {
     char text[256];
     pto_sizing_format(&sizing, text, sizeof(text));
@@ -290,7 +290,7 @@ static void run_dispatch(svc_request_t *req) {
     outputs[i].len = returned ? args[i].bytes : 0;
     out_bytes += outputs[i].len;
   }
-  if (trace && dfx_collect(trace, &p->config, p->program, d->cfg.device.id, req->diagnostics_dir,
+  if (trace && dfx_collect(trace, &p->config, p->program, req->device_id, req->diagnostics_dir,
                            d->dispatch_seq, out_bytes, req->output_limit, &dfx, &r->dfx) < 0) {
     rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX artefacts.");
     goto fail;
@@ -317,7 +317,7 @@ fail:
   log_info("Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code), err.message);
   /* What the run recorded until it failed is what explains the failure. */
   if (ran && trace)
-    (void)dfx_collect(trace, &p->config, p->program, d->cfg.device.id, req->diagnostics_dir,
+    (void)dfx_collect(trace, &p->config, p->program, req->device_id, req->diagnostics_dir,
                       d->dispatch_seq, 0, req->output_limit, &dfx, &fail_dfx);
   encode_error(req, &err);
   if (proto_dfx_present(&fail_dfx)) {

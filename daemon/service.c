@@ -319,6 +319,7 @@ static void admit(svc_request_t *req) {
     /* DFX artefacts come back in the result (dfx.h), and as files too
      * where there is a diagnostics_dir. */
     req->output_limit = d->cfg.daemon.output_limit;
+    req->device_id = d->cfg.device.id;
     if (dfx_wanted(&req->params.dispatch.config) && d->cfg.daemon.diagnostics_dir[0]) {
       req->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
       if (!req->diagnostics_dir) {

@@ -35,6 +35,7 @@ typedef struct svc_request {
   uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
   uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget */
+  uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
   /* The encoded response, filled on the device thread. */
   msgpack_sbuffer response;
   int result_code; /* PTO_OK or the error code answered */
