@@ -59,6 +59,7 @@ struct pto_client {
 
   bool dead;
   pto_error_t dead_err; /* why; given to every later call */
+  pto_dispatch_result_t *error_dfx; /* the last failed dispatch's artefacts */
 };
 
 /* --- time ----------------------------------------------------------------- */
@@ -246,6 +247,10 @@ static void deliver(pto_client_t *c, reply_outcome_t *o) {
     s->result = o->result;
   } else if (o->kind == REPLY_ERROR) {
     slot_fail(s, &o->err);
+    if (o->result) {
+      pto_result_free(c->error_dfx);
+      c->error_dfx = o->result;
+    }
   }
 }
 
@@ -488,7 +493,12 @@ void pto_client_close(pto_client_t *c) {
   free(c->slots);
   free(c->rx);
   msgpack_sbuffer_destroy(&c->sb);
+  pto_result_free(c->error_dfx);
   free(c);
+}
+
+const pto_dfx_t *pto_client_error_dfx(const pto_client_t *c) {
+  return c && c->error_dfx ? &c->error_dfx->dfx : NULL;
 }
 
 const char *pto_client_socket_path(const pto_client_t *c) {

@@ -62,7 +62,9 @@ void client_learn_device(pto_client_t *c, uint32_t device);
  *                       (free with pto_result_free) — only when the method
  *                       of msgid is known: method_of(msgid) >= 0
  *   kind REPLY_ERROR    msgid's error, err filled (the daemon's, or a
- *                       PROTOCOL_ERROR for an answer that cannot be decoded)
+ *                       PROTOCOL_ERROR for an answer that cannot be decoded);
+ *                       result non-NULL: a dispatch result holding only the
+ *                       error's dfx (free with pto_result_free)
  *   kind REPLY_FATAL    an error notification, or a message that cannot be
  *                       tied to a request: err says why; the connection
  *                       must be closed

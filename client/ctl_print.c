@@ -151,8 +151,16 @@ void ctl_print_advise(FILE *f, const pto_advise_t *a) {
   ctl_print_sizing(f, &a->observed);
   fprintf(f, "recommended  ");
   ctl_print_sizing(f, &a->recommended);
+  for (uint32_t i = 0; i < a->nprograms; i++) {
+    fprintf(f, "\n%s (%" PRIu64 " dispatches)\n  observed     ", a->programs[i].program,
+            a->programs[i].dispatches);
+    ctl_print_sizing(f, &a->programs[i].observed);
+    fprintf(f, "  recommended  ");
+    ctl_print_sizing(f, &a->programs[i].recommended);
+  }
   fprintf(f, "\nconfig lines:\n%s", a->config);
   if (a->config[0] && a->config[strlen(a->config) - 1] != '\n') fputc('\n', f);
+  for (uint32_t i = 0; i < a->nwarnings; i++) fprintf(f, "\nwarning: %s\n", a->warnings[i]);
 }
 
 void ctl_print_buffer_list(FILE *f, const pto_buffer_list_t *l) {

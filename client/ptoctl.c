@@ -21,7 +21,9 @@
 #include <pto/client.h>
 #include <pto/version.h>
 
+#include "ctl_advise.h"
 #include "ctl_args.h"
+#include "ctl_dfx.h"
 #include "ctl_json.h"
 #include "ctl_print.h"
 #include "paths.h"
@@ -51,6 +53,8 @@ typedef struct ctl {
   pto_config_t *config;
   int64_t deadline_ms;
   const char *out_dir, *output;
+  const char *dfx_dir, *apply; /* dispatch --dfx-dir, advise --apply */
+  bool dfx_flags;              /* an enable_* key was given with --config-set */
   uint64_t offset, bytes;
   long count, warmup;
   char **words; /* the command and its arguments */
@@ -71,6 +75,10 @@ static void usage(FILE *f) {
           "  buffer read NAME               [--offset N] [--bytes N] [-o FILE]\n"
           "  buffer free NAME | buffer list\n"
           "  prewarm                        build the arena for the ring options now\n"
+          "  advise [--apply FILE]          the sizing that serves every dispatch seen; --apply\n"
+          "                                 writes its [ring] and [prewarm] lines into FILE\n"
+          "  dfx ring-occupancy TRACE.json -o OUT.svg\n"
+          "                                 draw the rings' use over a traced dispatch\n"
           "\n"
           "Dispatch arguments: @FILE, f32:1,2,3, i32:1,2, hex:00ff (inputs); inout:DATA;\n"
           "  buf:NAME[:OFFSET:BYTES]; out:SIZE; int:N, float:X or a bare number.\n"
@@ -88,6 +96,9 @@ static void usage(FILE *f) {
           "      --config-set KEY=VALUE another config key, passed through as given\n"
           "      --deadline MS          the daemon gives up if the dispatch has not started\n"
           "      --out-dir DIR          write dispatch outputs to DIR/outN.bin\n"
+          "      --dfx-dir DIR          dispatch: save its DFX artefacts (swimlane.json,\n"
+          "                             scope_stats.jsonl, dep_graph.dot) in DIR, on failure too;\n"
+          "                             asks for all three unless --config-set enable_... does\n"
           "  -o, --output FILE          buffer read: write the bytes to FILE\n"
           "      --offset N, --bytes N  buffer read/write position\n"
           "  -n, --count N              bench repetitions (default 100)\n"
@@ -314,6 +325,26 @@ static int cmd_simple(ctl_t *c, pto_method_t method) {
   return run_simple(c, &req, &views[method]);
 }
 
+static int cmd_advise(ctl_t *c) {
+  char msg[4600];
+  int rc = cmd_simple(c, PTO_METHOD_ADVISE);
+  if (rc || !c->apply) return rc;
+  if (multi(c)) return usage_error("advise --apply takes one daemon: each may need its own.");
+  rc = ctl_advise_apply(c->targets[0].result, c->apply, msg, sizeof(msg));
+  return rc < 0 ? local_error(rc, msg) : 0;
+}
+
+static int cmd_dfx(ctl_t *c) {
+  char msg[4600];
+  int rc;
+  if (c->nwords != 3 || strcmp(c->words[1], "ring-occupancy") != 0 || !c->output)
+    return usage_error("Usage: dfx ring-occupancy TRACE.json -o OUT.svg");
+  rc = ctl_dfx_ring_occupancy(c->words[2], c->output, msg, sizeof(msg));
+  if (rc < 0) return local_error(rc, msg);
+  fprintf(stderr, "ptoctl: wrote %s\n", c->output);
+  return 0;
+}
+
 static int cmd_prewarm(ctl_t *c) {
   static const view_t view = {human_arena, NULL};
   pto_request_t req = {.method = PTO_METHOD_PREWARM};
@@ -501,6 +532,31 @@ static int write_outputs(ctl_t *c, int index, target_t *t, out_files_t *ret) {
   return 0;
 }
 
+/* --dfx-dir: the artefacts of the result, or of the error (a deadlock's
+ * trace is what explains it); DIR/deviceD for several daemons. */
+static int save_dfx(ctl_t *c, int index, target_t *t) {
+  const pto_dfx_t *dfx;
+  char dir[4096], msg[4400];
+  int rc;
+  if (!c->dfx_dir || !t->client) return 0;
+  dfx = t->rc == 0 ? &((const pto_dispatch_result_t *)t->result)->dfx
+                   : pto_client_error_dfx(t->client);
+  if (t->rc < 0 && !dfx) return 0; /* failed before it ran: nothing was traced */
+  if (multi(c)) {
+    int device = t->device >= 0 ? t->device : pto_client_device(t->client);
+    rc = make_dir(c->dfx_dir, msg, sizeof(msg));
+    if (rc < 0) return local_error(rc, msg);
+    if (device >= 0)
+      snprintf(dir, sizeof(dir), "%s/device%d", c->dfx_dir, device);
+    else
+      snprintf(dir, sizeof(dir), "%s/target%d", c->dfx_dir, index);
+  } else {
+    snprintf(dir, sizeof(dir), "%s", c->dfx_dir);
+  }
+  rc = ctl_dfx_save(dir, dfx, msg, sizeof(msg));
+  return rc < 0 ? local_error(rc, msg) : 0;
+}
+
 static void human_dispatch(ctl_t *c, target_t *t) {
   ctl_print_dispatch(stdout, t->result, c->files[t - c->targets].files);
 }
@@ -595,6 +651,8 @@ static int cmd_dispatch(ctl_t *c) {
   memset(files, 0, sizeof(files));
   for (int i = 0; i < c->ntargets; i++) {
     rc = write_outputs(c, i, &c->targets[i], &files[i]);
+    if (rc && !file_status) file_status = rc;
+    rc = save_dfx(c, i, &c->targets[i]);
     if (rc && !file_status) file_status = rc;
   }
   c->files = files;
@@ -738,6 +796,8 @@ enum {
   OPT_CONFIG_SET,
   OPT_DEADLINE,
   OPT_OUT_DIR,
+  OPT_DFX_DIR,
+  OPT_APPLY,
   OPT_OFFSET,
   OPT_BYTES,
 };
@@ -787,6 +847,8 @@ static int parse_options(ctl_t *c, int argc, char **argv) {
       {"config-set", required_argument, NULL, OPT_CONFIG_SET},
       {"deadline", required_argument, NULL, OPT_DEADLINE},
       {"out-dir", required_argument, NULL, OPT_OUT_DIR},
+      {"dfx-dir", required_argument, NULL, OPT_DFX_DIR},
+      {"apply", required_argument, NULL, OPT_APPLY},
       {"output", required_argument, NULL, 'o'},
       {"offset", required_argument, NULL, OPT_OFFSET},
       {"bytes", required_argument, NULL, OPT_BYTES},
@@ -841,6 +903,7 @@ static int parse_options(ctl_t *c, int argc, char **argv) {
         if (rc) return rc;
         break;
       case OPT_CONFIG_SET:
+        if (strncmp(optarg, "enable_", 7) == 0) c->dfx_flags = true;
         rc = ctl_config_set(c->config, optarg, msg, sizeof(msg));
         if (rc < 0) {
           fprintf(stderr, "ptoctl: %s\n", msg);
@@ -853,6 +916,8 @@ static int parse_options(ctl_t *c, int argc, char **argv) {
         c->deadline_ms = v;
         break;
       case OPT_OUT_DIR: c->out_dir = optarg; break;
+      case OPT_DFX_DIR: c->dfx_dir = optarg; break;
+      case OPT_APPLY: c->apply = optarg; break;
       case 'o': c->output = optarg; break;
       case OPT_OFFSET:
         rc = ctl_parse_size("--offset", optarg, &c->offset, msg, sizeof(msg));
@@ -917,6 +982,17 @@ int main(int argc, char **argv) {
     char note[1024];
     if (pto_client_env_sizing_note(note, sizeof(note)) > 0) fprintf(stderr, "ptoctl: %s\n", note);
   }
+  if (c.dfx_dir && !c.dfx_flags) {
+    /* --dfx-dir alone: every artefact, with the phases and ring counters. */
+    pto_error_t err;
+    if (pto_config_set_int(c.config, "enable_swimlane", 2, &err) < 0 ||
+        pto_config_set_bool(c.config, "enable_scope_stats", true, &err) < 0 ||
+        pto_config_set_bool(c.config, "enable_dep_gen", true, &err) < 0) {
+      fprintf(stderr, "ptoctl: %s\n", err.message);
+      pto_config_free(c.config);
+      return CTL_EXIT_PROTOCOL;
+    }
+  }
   cmd = c.words[0];
   if (strcmp(cmd, "ping") == 0)
     rc = cmd_simple(&c, PTO_METHOD_PING);
@@ -927,7 +1003,9 @@ int main(int argc, char **argv) {
   else if (strcmp(cmd, "programs") == 0)
     rc = cmd_simple(&c, PTO_METHOD_PROGRAMS);
   else if (strcmp(cmd, "advise") == 0)
-    rc = cmd_simple(&c, PTO_METHOD_ADVISE);
+    rc = cmd_advise(&c);
+  else if (strcmp(cmd, "dfx") == 0)
+    rc = cmd_dfx(&c);
   else if (strcmp(cmd, "prewarm") == 0)
     rc = cmd_prewarm(&c);
   else if (strcmp(cmd, "dispatch") == 0)

@@ -187,6 +187,10 @@ static int from_proto(pto_client_t *c, proto_method_t m, const proto_result_t *p
       o->timing_us.run = d->timing_us.run;
       o->timing_us.total = d->timing_us.total;
       o->tasks = d->tasks;
+      o->dfx.swimlane = (pto_bytes_t){d->dfx.swimlane.ptr, d->dfx.swimlane.len};
+      o->dfx.scope_stats = (pto_bytes_t){d->dfx.scope_stats.ptr, d->dfx.scope_stats.len};
+      o->dfx.dep_graph = (pto_bytes_t){d->dfx.dep_graph.ptr, d->dfx.dep_graph.len};
+      o->dfx.refused = d->dfx.refused;
       return 0;
     }
     case PROTO_M_BUFFER_ALLOC:
@@ -215,14 +219,43 @@ static int from_proto(pto_client_t *c, proto_method_t m, const proto_result_t *p
       return 0;
     }
     case PROTO_M_PREWARM: arena_from(&r->arena, &p->prewarm); return 0;
-    case PROTO_M_ADVISE:
+    case PROTO_M_ADVISE: {
+      pto_advise_program_t *progs = NULL;
+      uint32_t n = p->advise.nprograms;
+      if (n && !(progs = msgpack_zone_malloc(zone, n * sizeof(*progs)))) return -ENOMEM;
+      for (uint32_t i = 0; i < n; i++)
+        progs[i] = (pto_advise_program_t){p->advise.programs[i].program,
+                                          p->advise.programs[i].dispatches,
+                                          p->advise.programs[i].observed,
+                                          p->advise.programs[i].recommended};
       r->advise.observed = p->advise.observed;
       r->advise.recommended = p->advise.recommended;
       r->advise.config = p->advise.config;
+      r->advise.programs = progs;
+      r->advise.nprograms = n;
+      r->advise.sizings = p->advise.sizings;
+      r->advise.nsizings = p->advise.nsizings;
+      r->advise.warnings = p->advise.warnings;
+      r->advise.nwarnings = p->advise.nwarnings;
       return 0;
+    }
     case PROTO_M_COUNT: break;
   }
   return -EINVAL;
+}
+
+/* A failed dispatch's dfx map into rp->r.dispatch.dfx; whether it had one. */
+static bool error_dfx(reply_t *rp, const msgpack_object *error) {
+  proto_dfx_t dfx;
+  pto_error_t perr;
+  pto_dfx_t *o = &rp->r.dispatch.dfx;
+  if (proto_dfx_decode_error(error, rp->up.zone, &dfx, &perr) < 0 || !proto_dfx_present(&dfx))
+    return false;
+  o->swimlane = (pto_bytes_t){dfx.swimlane.ptr, dfx.swimlane.len};
+  o->scope_stats = (pto_bytes_t){dfx.scope_stats.ptr, dfx.scope_stats.len};
+  o->dep_graph = (pto_bytes_t){dfx.dep_graph.ptr, dfx.dep_graph.len};
+  o->refused = dfx.refused;
+  return true;
 }
 
 static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
@@ -312,6 +345,9 @@ int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
           memcpy(why, ret->err.message, sizeof(why));
           client_error(&ret->err, PTO_E_PROTOCOL_ERROR, "The daemon's answer to '%s': %s",
                        proto_method_name((proto_method_t)m), why);
+        } else if (m == PROTO_M_DISPATCH && error_dfx(rp, env.error)) {
+          ret->result = &rp->r; /* the artefacts, for pto_client_error_dfx */
+          return 0;
         }
         break;
       }

@@ -14,6 +14,8 @@
 
 #include <ini.h>
 
+#include "listen_addr.h"
+
 #ifndef PTOD_DEFAULT_PROGRAMS_DIR
 #error "PTOD_DEFAULT_PROGRAMS_DIR must name the installed programs directory"
 #endif
@@ -114,6 +116,15 @@ static const cfg_key_t key_table[] = {
         true, "500ms",
         "How long a submit may wait for ring space with no reclamation before it reports a "
         "deadlock."),
+    KEY("metrics", "listen", CFG_T_LISTEN, metrics.listen, 0, 0, false, "",
+        "Serve Prometheus metrics over HTTP at /metrics: HOST:PORT (127.0.0.1:9464) or an "
+        "absolute Unix socket path; empty: no HTTP endpoint."),
+    KEY("metrics", "textfile", CFG_T_FILE, metrics.textfile, 0, 0, false, "",
+        "Write the metrics to this file for node_exporter's textfile collector (a NAME.prom in "
+        "its directory), atomically; empty: none."),
+    KEY("metrics", "textfile_interval", CFG_T_DURATION, metrics.textfile_interval_ms, 1000,
+        SECONDS(3600), false, "15s", "How often the textfile is rewritten; match the scrape "
+        "interval."),
     RING_KEY("ring", "task_window", ring, PTO_FIELD_TASK_WINDOW,
              "Task slots per ring, a power of 2 from 4 to 2^30 (0: PTO2_RING_TASK_WINDOW or the "
              "built-in 16384)."),
@@ -135,7 +146,7 @@ static const cfg_key_t key_table[] = {
 };
 #define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
 
-static const char *const sections[] = {"daemon", "device", "ring", "prewarm"};
+static const char *const sections[] = {"daemon", "device", "metrics", "ring", "prewarm"};
 #define SECTION_COUNT (sizeof(sections) / sizeof(sections[0]))
 
 static const struct {
@@ -306,6 +317,16 @@ static int parse_value(const cfg_key_t *k, const char *value, void *dst, why_t *
       memset(dst, 0, k->size);
       memcpy(dst, value, len);
       return 0;
+    case CFG_T_LISTEN: {
+      char reason[160];
+      if (len && listen_addr_check(value, reason, sizeof reason) < 0)
+        return because(why, "%s", reason);
+      if (len >= k->size) return because(why, "the value is longer than %zu bytes.", k->size - 1);
+      memset(dst, 0, k->size);
+      memcpy(dst, value, len);
+      return 0;
+    }
+    case CFG_T_FILE:
     case CFG_T_DIR:
       if (len == 0) {
         if (k->min) return because(why, "expected a directory, got an empty value.");
@@ -313,7 +334,8 @@ static int parse_value(const cfg_key_t *k, const char *value, void *dst, why_t *
         return 0;
       }
       if (value[0] != '/')
-        return because(why, "the directory must be an absolute path (start with /).");
+        return because(why, "the %s must be an absolute path (start with /).",
+                       k->type == CFG_T_FILE ? "file" : "directory");
       if (len >= k->size) return because(why, "the path is longer than %zu bytes.", k->size - 1);
       memset(dst, 0, k->size);
       memcpy(dst, value, len);
@@ -485,6 +507,8 @@ int cfg_format_value(const cfg_t *cfg, const cfg_key_t *k, char *buf, size_t len
   switch (k->type) {
     case CFG_T_SOCKET:
     case CFG_T_DIR:
+    case CFG_T_FILE:
+    case CFG_T_LISTEN:
     case CFG_T_PLATFORM: return snprintf(buf, len, "%s", (const char *)p);
     case CFG_T_MODE: memcpy(&u32, p, sizeof(u32)); return snprintf(buf, len, "%04" PRIo32, u32);
     case CFG_T_GROUP: {
@@ -625,8 +649,8 @@ static char *read_line(char *str, int num, void *stream) {
     const char *close = strchr(str, ']');
     if (close && !section_known(str + 1, (size_t)(close - str - 1))) {
       fail_at(ld, "",
-              "unknown section [%.*s]; the sections are [daemon], [device], [ring] and "
-              "[prewarm].",
+              "unknown section [%.*s]; the sections are [daemon], [device], [metrics], "
+              "[ring] and [prewarm].",
               (int)(close - str - 1), str + 1);
       return NULL;
     }
@@ -639,15 +663,15 @@ static int on_key(void *user, const char *section, const char *name, const char 
   if (ld->err_line) return 0;
   if (section[0] == '\0') {
     fail_at(ld, name,
-            "%s = %s: a key outside any section; put it under [daemon], [device], [ring] or "
-            "[prewarm].",
+            "%s = %s: a key outside any section; put it under [daemon], [device], [metrics], "
+            "[ring] or [prewarm].",
             name, value);
     return 0;
   }
   snprintf(ld->err_prefix, sizeof(ld->err_prefix), "[%s] %s = %s: ", section, name, value);
   if (!section_known(section, strlen(section))) {
     fail_at(ld, section,
-            "%sunknown section [%s]; the sections are [daemon], [device], [ring] and "
+            "%sunknown section [%s]; the sections are [daemon], [device], [metrics], [ring] and "
             "[prewarm].",
             ld->err_prefix, section);
     return 0;
@@ -829,7 +853,9 @@ static const char *value_note(const cfg_t *cfg, const cfg_key_t *k, char *buf, s
     case CFG_T_UIDS:
     case CFG_T_GIDS:
       return ((const cfg_ids_t *)p)->count ? "" : "any peer that can open the socket";
-    case CFG_T_DIR: return ((const char *)p)[0] ? "" : "none";
+    case CFG_T_DIR:
+    case CFG_T_FILE:
+    case CFG_T_LISTEN: return ((const char *)p)[0] ? "" : "none";
     case CFG_T_RING: {
       uint64_t rings[PTO_RING_COUNT];
       memcpy(rings, p, sizeof(rings));

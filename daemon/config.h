@@ -102,9 +102,17 @@ typedef struct cfg_device {
   uint64_t deadlock_timeout_ms;
 } cfg_device_t;
 
+/* [metrics]: the ways out besides the `metrics` method (metrics_feed.h). */
+typedef struct cfg_metrics {
+  char listen[PTO_SOCKET_PATH_MAX]; /* HOST:PORT or a Unix socket path; "" = no HTTP endpoint */
+  char textfile[PATH_MAX];          /* node_exporter textfile; "" = none */
+  uint64_t textfile_interval_ms;
+} cfg_metrics_t;
+
 typedef struct cfg {
   cfg_daemon_t daemon;
   cfg_device_t device;
+  cfg_metrics_t metrics;
   pto_sizing_t ring;    /* [ring]: the config level of the precedence chain */
   pto_sizing_t prewarm; /* [prewarm]: overlay on the resolved baseline, 0 = keep */
 } cfg_t;
@@ -123,6 +131,8 @@ typedef enum cfg_type {
   CFG_T_QUEUE_FULL, /* uint32_t cfg_queue_full_t: wait or busy */
   CFG_T_PLATFORM, /* char[16], a known platform */
   CFG_T_RING,     /* uint64_t[4], one row of a pto_sizing_t */
+  CFG_T_LISTEN,   /* HOST:PORT or an absolute Unix socket path; "" = off */
+  CFG_T_FILE,     /* absolute file path; "" = none */
 } cfg_type_t;
 
 typedef struct cfg_key {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "dfx.h"
 #include "jobs.h"
 #include "prewarm.h"
 #include "request.h"
@@ -143,42 +144,24 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
   return 0;
 }
 
-/* scope_stats: the effective sizing and the run's peaks per ring, one JSON
- * object per line, under diagnostics_dir. */
-static void write_scope_stats(ptod_t *d, const char *dir, const pto_sizing_resolved_t *sizing,
-                              const rt_run_stats_t *st, const char *program) {
-  char path[PATH_MAX + 64];
-  FILE *f;
-  int fd;
-  /* The name comes from the daemon alone (its pid, so that a restarted
-   * daemon never reuses a name, and the dispatch's number), and the file
-   * must be new: O_EXCL refuses anything already there — a symbolic or
-   * hard link planted in the directory would let the write land in a file
-   * outside it. */
-  snprintf(path, sizeof(path), "%s/scope_stats-%ld-%llu.jsonl", dir, (long)getpid(),
-           (unsigned long long)d->dispatch_seq);
-  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd < 0 || !(f = fdopen(fd, "w"))) {
-    log_warning("Failed to write scope stats to '%s': %s, ignoring.", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return;
-  }
-  fprintf(f, "{\"program\": \"%s\", \"task_window_max\": [", program);
-  for (int r = 0; r < PTO_RING_COUNT; r++)
-    fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)sizing->value[PTO_FIELD_TASK_WINDOW][r]);
-  fprintf(f, "], \"heap_max\": [");
-  for (int r = 0; r < PTO_RING_COUNT; r++)
-    fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)sizing->value[PTO_FIELD_HEAP][r]);
-  fprintf(f, "], \"dep_pool_max\": [");
-  for (int r = 0; r < PTO_RING_COUNT; r++)
-    fprintf(f, "%s%llu", r ? ", " : "", (unsigned long long)sizing->value[PTO_FIELD_DEP_POOL][r]);
-  fprintf(f, "]}\n");
-  for (int r = 0; r < PTO_RING_COUNT; r++)
-    fprintf(f, "{\"ring\": %d, \"tasks\": %llu, \"task_window\": %llu, \"heap\": %llu, \"dep_pool\": %llu}\n",
-            r, (unsigned long long)st->ring_tasks[r], (unsigned long long)st->peak_tasks[r],
-            (unsigned long long)st->peak_heap[r], (unsigned long long)st->peak_dep_pool[r]);
-  fclose(f);
-  log_info("Wrote scope stats of dispatch %llu to '%s'.", (unsigned long long)d->dispatch_seq, path);
+/* A dispatch the device took: its outcome and timings, for metrics.  t_*
+ * are 0 for the stages it did not reach. */
+static void observe(req_t *req, int code, const rt_arena_result_t *arena, uint64_t t_arena,
+                    uint64_t t_run, uint64_t t_done) {
+  const dsp_job_t *job = &req->job;
+  uint64_t end = t_done ? t_done : dsp_now_ns();
+  metrics_dispatch_t o = {
+      .program = req->params.dispatch.program,
+      .code = code,
+      .arena_ready = t_run != 0,
+      .arena_hit = t_run && arena->hit,
+      .arena_key = t_run ? arena->key : 0,
+      .queue_us = (job->started_ns - job->admitted_ns) / 1000u,
+      .arena_us = t_run ? (t_run - t_arena) / 1000u : 0,
+      .run_us = t_done && t_run ? (t_done - t_run) / 1000u : 0,
+      .total_us = (end - job->admitted_ns) / 1000u,
+  };
+  metrics_observe_dispatch(req->d->metrics, &o);
 }
 
 static void run_dispatch(req_t *req) {
@@ -188,13 +171,17 @@ static void run_dispatch(req_t *req) {
   proto_dispatch_result_t *r = &result.dispatch;
   pto_sizing_resolved_t sizing;
   const pto_program_t *prog;
-  rt_arena_result_t arena;
+  rt_arena_result_t arena = {0};
   rt_run_stats_t stats;
   rt_run_config_t rcfg = {0};
   pto_error_t err;
   pto_arg_t *args = NULL;
   proto_bytes_t *outputs = NULL;
-  uint64_t t_arena, t_run, t_done;
+  uint64_t t_arena = 0, t_run = 0, t_done = 0, out_bytes = 0;
+  rt_trace_t *trace = NULL;
+  dfx_artefacts_t dfx = {0};
+  proto_dfx_t fail_dfx = {0};
+  bool ran = false;
   int rc;
 
   pto_error_clear(&err);
@@ -220,7 +207,8 @@ static void run_dispatch(req_t *req) {
   rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
   account_arena(d);
   if (rc < 0) goto fail;
-  prewarm_record_dispatch(&d->prewarm, arena.hit);
+  advise_note_arena(d->advise, p->program, &sizing, prewarm_record_dispatch(&d->prewarm, arena.hit),
+                    arena.hit, arena.build_us);
   if (!arena.hit) {
     char text[256];
     pto_sizing_format(&sizing, text, sizeof(text));
@@ -232,8 +220,14 @@ static void run_dispatch(req_t *req) {
   rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
   rcfg.run_timeout_ms = req->run_timeout_ms;
   rcfg.deadlock_timeout_ms = req->deadlock_timeout_ms;
+  if (dfx_trace_new(&p->config, &trace) < 0) {
+    rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
+    goto fail;
+  }
+  rcfg.trace = trace;
   rc = rt_run(d->rt, prog, args, p->nargs, &rcfg, &stats, &err);
   t_done = dsp_now_ns();
+  ran = true;
   if (rc < 0) goto fail;
 
   for (int rg = 0; rg < PTO_RING_COUNT; rg++) {
@@ -241,8 +235,7 @@ static void run_dispatch(req_t *req) {
     r->peaks.value[PTO_FIELD_HEAP][rg] = stats.peak_heap[rg];
     r->peaks.value[PTO_FIELD_DEP_POOL][rg] = stats.peak_dep_pool[rg];
   }
-  advise_record(d->advise, &r->peaks);
-  if (p->config.enable_scope_stats == 1) write_scope_stats(d, req->diagnostics_dir, &sizing, &stats, p->program);
+  advise_record(d->advise, p->program, &r->peaks, &sizing);
 
   for (uint32_t i = 0; i < p->nargs; i++) {
     bool returned = args[i].kind == PTO_ARG_INOUT || args[i].kind == PTO_ARG_OUTPUT;
@@ -250,6 +243,12 @@ static void run_dispatch(req_t *req) {
      * straight from it, once. */
     outputs[i].ptr = returned ? args[i].base : NULL;
     outputs[i].len = returned ? args[i].bytes : 0;
+    out_bytes += outputs[i].len;
+  }
+  if (trace && dfx_collect(trace, &p->config, p->program, req->device_id, req->diagnostics_dir,
+                           d->dispatch_seq, out_bytes, req->output_limit, &dfx, &r->dfx) < 0) {
+    rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX artefacts.");
+    goto fail;
   }
   r->outputs = outputs;
   r->noutputs = p->nargs;
@@ -263,12 +262,27 @@ static void run_dispatch(req_t *req) {
   r->timing_us.total = (t_done - req->job.admitted_ns) / 1000u;
   r->tasks = stats.tasks;
   encode_result(req, &result);
+  observe(req, req->result_code, &arena, t_arena, t_run, t_done);
+  dfx_artefacts_free(&dfx);
+  rt_trace_free(trace);
   return;
 
 fail:
   if (err.code == PTO_OK) pto_error_set(&err, -rc, "%s", pto_error_default_message(-rc));
   log_info("Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code), err.message);
+  /* What the run recorded until it failed is what explains the failure. */
+  if (ran && trace)
+    (void)dfx_collect(trace, &p->config, p->program, req->device_id, req->diagnostics_dir,
+                      d->dispatch_seq, 0, req->output_limit, &dfx, &fail_dfx);
   encode_error(req, &err);
+  if (proto_dfx_present(&fail_dfx)) {
+    msgpack_sbuffer_clear(&req->response);
+    if (proto_encode_error_response_dfx(&req->response, req->msgid, &err, &fail_dfx) < 0)
+      encode_error(req, &err);
+  }
+  observe(req, err.code, &arena, t_arena, t_run, t_done);
+  dfx_artefacts_free(&dfx);
+  rt_trace_free(trace);
 }
 
 /* ---- buffers and prewarm ------------------------------------------------- */
@@ -405,7 +419,7 @@ static void run_prewarm(req_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
   pto_sizing_resolved_t sizing;
-  rt_arena_result_t arena;
+  rt_arena_result_t arena = {0};
   pto_error_t err;
 
   pto_error_clear(&err);

@@ -1,170 +1,249 @@
+/* metrics.c — see metrics.h. */
 #include "metrics.h"
 
-#include <stdarg.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <pto/version.h>
+#include <pto/errors.h>
 
-#include "log.h"
-#include "prewarm.h"
-#include "request.h"
+#include "textbuf.h"
 
-/* Upper bounds of the dispatch latency buckets, in seconds (+Inf implied). */
-static const double latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                        0.025,  0.05,    0.1,    0.25,  0.5,    1,    2.5, 10};
-#define LATENCY_BUCKETS (sizeof(latency_bounds) / sizeof(latency_bounds[0]))
+/* Upper bounds of the duration buckets, in seconds (+Inf implied). */
+static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
+#define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
+#define MAX_CODE 1100
 
-void metrics_count_error(ptod_t *d, int code) {
-  if (code <= 0 || code >= (int)(sizeof(d->error_counts) / sizeof(d->error_counts[0]))) return;
-  pthread_mutex_lock(&d->lock);
-  d->error_counts[code]++;
-  pthread_mutex_unlock(&d->lock);
+typedef struct histogram {
+  uint64_t buckets[NBOUNDS]; /* bucket i counts observations <= bounds[i] (cumulative) */
+  uint64_t count;
+  double sum_s;
+} histogram_t;
+
+enum { H_QUEUE, H_ARENA, H_COMPUTE, H_REQUEST, H_COUNT };
+
+static const struct {
+  const char *name, *help;
+} hist_info[H_COUNT] = {
+    {"ptod_dispatch_queue_duration_seconds",
+     "Time dispatches waited for the device after admission (Triton: queue duration)."},
+    {"ptod_dispatch_arena_duration_seconds",
+     "Time dispatches spent getting their arena (0 on a hit, the build on a miss)."},
+    {"ptod_dispatch_compute_duration_seconds",
+     "Time the runtime ran dispatches (Triton: compute duration)."},
+    {"ptod_dispatch_request_duration_seconds",
+     "Time from admission to the response being ready, per dispatch that reached the device."},
+};
+
+enum { O_OK, O_FAILED, O_REJECTED, O_COUNT };
+static const char *const outcome_names[O_COUNT] = {"ok", "failed", "rejected"};
+
+typedef struct program_counts {
+  char name[65];
+  uint64_t n[O_COUNT];
+} program_counts_t;
+
+struct metrics {
+  pthread_mutex_t lock;
+  uint64_t errors[MAX_CODE];
+  histogram_t hist[H_COUNT];
+  program_counts_t programs[METRICS_MAX_PROGRAMS + 1]; /* the last: "_other" */
+  uint32_t nprograms;
+  uint64_t sizing_switches;
+  bool have_key;
+  uint64_t last_key;
+};
+
+int metrics_create(metrics_t **ret) {
+  metrics_t *m = calloc(1, sizeof *m);
+  if (!m) return -ENOMEM;
+  pthread_mutex_init(&m->lock, NULL);
+  snprintf(m->programs[METRICS_MAX_PROGRAMS].name, sizeof m->programs[0].name, "_other");
+  *ret = m;
+  return 0;
 }
 
-void metrics_observe_dispatch(ptod_t *d, uint64_t total_us) {
-  double s = (double)total_us / 1e6;
-  pthread_mutex_lock(&d->lock);
-  for (size_t i = 0; i < LATENCY_BUCKETS; i++)
-    if (s <= latency_bounds[i]) d->latency_buckets[i]++;
-  d->latency_count++;
-  d->latency_sum_s += s;
-  pthread_mutex_unlock(&d->lock);
+void metrics_free(metrics_t *m) {
+  if (!m) return;
+  pthread_mutex_destroy(&m->lock);
+  free(m);
 }
 
-typedef struct text {
-  char *buf;
-  size_t len, cap;
-  int failed;
-} text_t;
+void metrics_count_error(metrics_t *m, int code) {
+  if (code <= 0 || code >= MAX_CODE) return;
+  pthread_mutex_lock(&m->lock);
+  m->errors[code]++;
+  pthread_mutex_unlock(&m->lock);
+}
 
-static void put(text_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text_t *t, const char *fmt, ...) {
-  va_list ap;
-  int n;
-  if (t->failed) return;
-  for (;;) {
-    va_start(ap, fmt);
-    n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      t->failed = 1;
-      return;
-    }
-    if ((size_t)n < t->cap - t->len) break;
-    size_t cap = t->cap * 2 + (size_t)n;
-    char *grown = realloc(t->buf, cap);
-    if (!grown) {
-      t->failed = 1;
-      return;
-    }
-    t->buf = grown;
-    t->cap = cap;
+static void observe(histogram_t *h, uint64_t us) {
+  double s = (double)us / 1e6;
+  for (size_t i = 0; i < NBOUNDS; i++)
+    if (s <= bounds[i]) h->buckets[i]++;
+  h->count++;
+  h->sum_s += s;
+}
+
+/* The counts of `program` (under lock). */
+static program_counts_t *program_of(metrics_t *m, const char *program) {
+  if (!program || !program[0] || strlen(program) >= sizeof m->programs[0].name)
+    return &m->programs[METRICS_MAX_PROGRAMS];
+  for (uint32_t i = 0; i < m->nprograms; i++)
+    if (strcmp(m->programs[i].name, program) == 0) return &m->programs[i];
+  if (m->nprograms == METRICS_MAX_PROGRAMS) return &m->programs[METRICS_MAX_PROGRAMS];
+  snprintf(m->programs[m->nprograms].name, sizeof m->programs[0].name, "%s", program);
+  return &m->programs[m->nprograms++];
+}
+
+void metrics_observe_dispatch(metrics_t *m, const metrics_dispatch_t *o) {
+  pthread_mutex_lock(&m->lock);
+  program_of(m, o->program)->n[o->code == PTO_OK ? O_OK : O_FAILED]++;
+  observe(&m->hist[H_QUEUE], o->queue_us);
+  observe(&m->hist[H_ARENA], o->arena_us);
+  observe(&m->hist[H_COMPUTE], o->run_us);
+  observe(&m->hist[H_REQUEST], o->total_us);
+  if (o->arena_ready) {
+    if (m->have_key && m->last_key != o->arena_key) m->sizing_switches++;
+    m->have_key = true;
+    m->last_key = o->arena_key;
   }
-  t->len += (size_t)n;
+  pthread_mutex_unlock(&m->lock);
 }
 
-/* One metric with its HELP and TYPE lines. */
-static void metric(text_t *t, const char *name, const char *type, const char *help,
-                   unsigned long long value) {
-  put(t, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, value);
+void metrics_count_rejected(metrics_t *m, const char *program) {
+  pthread_mutex_lock(&m->lock);
+  program_of(m, program)->n[O_REJECTED]++;
+  pthread_mutex_unlock(&m->lock);
 }
 
-char *metrics_render(ptod_t *d, size_t *ret_len) {
-  text_t t = {malloc(4096), 0, 4096, 0};
-  proto_status_result_t s;
-  proto_arena_t *a = &s.arena;
-  rt_cache_stats_t cs;
-  buf_memory_t m;
-  dsp_stats_t q;
-  srv_memory_t cm;
-  uint64_t errors[sizeof(d->error_counts) / sizeof(d->error_counts[0])];
-  uint64_t buckets[LATENCY_BUCKETS], count;
-  double sum;
+void metrics_snapshot_init(metrics_snapshot_t *s) {
+  memset(s, 0, sizeof *s);
+  s->prewarm_first_dispatch_hit = -1;
+}
 
-  if (!t.buf) return NULL;
-  prewarm_arena_snapshot(&d->prewarm, d->rt, a);
-  rt_cache_stats(d->rt, &cs);
-  buf_memory(d->buffers, &m);
-  dsp_get_stats(d->dsp, &q);
-  srv_memory(d->srv, &cm);
-  pthread_mutex_lock(&d->lock);
-  memcpy(errors, d->error_counts, sizeof(errors));
-  memcpy(buckets, d->latency_buckets, sizeof(buckets));
-  count = d->latency_count;
-  sum = d->latency_sum_s;
-  pthread_mutex_unlock(&d->lock);
+/* ---- the exposition ----------------------------------------------------- */
 
-  put(&t, "# HELP ptod_info Build and device of this daemon.\n# TYPE ptod_info gauge\n");
-  put(&t, "ptod_info{version=\"%s\",device=\"%u\",platform=\"%s\"} 1\n", PTO_VERSION,
-      d->cfg.device.id, dev_name(d->dev));
-  metric(&t, "ptod_uptime_seconds", "gauge", "Seconds since the daemon started.",
-         (unsigned long long)((dsp_now_ns() - d->started_ns) / 1000000000u));
-  put(&t, "# HELP ptod_state Current state (1 for the state the daemon is in).\n"
-          "# TYPE ptod_state gauge\n");
-  for (int st = PTOD_WARMING; st <= PTOD_DRAINING; st++)
-    put(&t, "ptod_state{state=\"%s\"} %d\n", ptod_state_name((ptod_state_t)st),
-        atomic_load(&d->state) == st);
-  metric(&t, "ptod_clients", "gauge", "Connected clients.", srv_client_count(d->srv));
-  metric(&t, "ptod_requests_total", "counter", "Requests received, every method.",
-         (unsigned long long)atomic_load(&d->requests_total));
-  put(&t, "# HELP ptod_dispatches_total Dispatches by outcome.\n# TYPE ptod_dispatches_total counter\n");
-  put(&t, "ptod_dispatches_total{outcome=\"ok\"} %llu\n",
-      (unsigned long long)atomic_load(&d->dispatches_ok));
-  put(&t, "ptod_dispatches_total{outcome=\"failed\"} %llu\n",
-      (unsigned long long)atomic_load(&d->dispatches_failed));
-  put(&t, "ptod_dispatches_total{outcome=\"rejected\"} %llu\n",
-      (unsigned long long)atomic_load(&d->dispatches_rejected));
-  put(&t, "# HELP ptod_errors_total Errors answered, by name.\n# TYPE ptod_errors_total counter\n");
-  for (size_t code = 1; code < sizeof(errors) / sizeof(errors[0]); code++)
-    if (pto_error_name((int)code))
-      put(&t, "ptod_errors_total{name=\"%s\"} %llu\n", pto_error_name((int)code),
-          (unsigned long long)errors[code]);
-  put(&t, "# HELP ptod_dispatch_duration_seconds From admission to the response, per dispatch "
-          "that ran.\n# TYPE ptod_dispatch_duration_seconds histogram\n");
-  for (size_t i = 0; i < LATENCY_BUCKETS; i++)
-    put(&t, "ptod_dispatch_duration_seconds_bucket{le=\"%g\"} %llu\n", latency_bounds[i],
-        (unsigned long long)buckets[i]);
-  put(&t, "ptod_dispatch_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)count);
-  put(&t, "ptod_dispatch_duration_seconds_sum %.6f\n", sum);
-  put(&t, "ptod_dispatch_duration_seconds_count %llu\n", (unsigned long long)count);
-  metric(&t, "ptod_queue_depth", "gauge", "Device requests waiting for the device.", q.depth);
-  metric(&t, "ptod_queue_capacity", "gauge", "queue_depth: the admission queue's bound.",
-         d->cfg.daemon.queue_depth);
-  metric(&t, "ptod_queue_running", "gauge", "Device requests running (0 or 1).", q.running);
-  metric(&t, "ptod_arena_builds_total", "counter", "Arena builds (prewarms included).", cs.builds);
-  metric(&t, "ptod_arena_hits_total", "counter",
-         "Arena lookups (dispatches and prewarms) whose sizing matched the cached arena.", cs.hits);
-  metric(&t, "ptod_arena_misses_total", "counter",
-         "Arena lookups (dispatches and prewarms) that had to build the arena.", cs.misses);
-  put(&t, "# HELP ptod_arena_build_seconds_total Time spent building arenas.\n"
-          "# TYPE ptod_arena_build_seconds_total counter\nptod_arena_build_seconds_total %.6f\n",
-      (double)cs.total_build_us / 1e6);
-  metric(&t, "ptod_arena_bytes", "gauge", "Device bytes the cached arena holds.", cs.bytes);
-  put(&t, "# HELP ptod_prewarm_first_dispatch_hit Whether the first dispatch after the prewarm "
-          "hit it (-1: no dispatch yet).\n# TYPE ptod_prewarm_first_dispatch_hit gauge\n"
-          "ptod_prewarm_first_dispatch_hit %d\n",
-      a->prewarm.first_dispatch_hit == PROTO_UNSET ? -1 : a->prewarm.first_dispatch_hit);
-  metric(&t, "ptod_memory_limit_bytes", "gauge", "[device] memory.", m.limit);
-  put(&t, "# HELP ptod_memory_used_bytes Device memory held, by use.\n"
-          "# TYPE ptod_memory_used_bytes gauge\n");
-  put(&t, "ptod_memory_used_bytes{use=\"arena\"} %llu\n", (unsigned long long)m.arena);
-  put(&t, "ptod_memory_used_bytes{use=\"buffers\"} %llu\n", (unsigned long long)m.buffers);
-  put(&t, "ptod_memory_used_bytes{use=\"staging\"} %llu\n", (unsigned long long)m.staging);
-  metric(&t, "ptod_memory_free_bytes", "gauge", "Device memory left under the limit.", m.free);
-  put(&t, "# HELP ptod_client_memory_bytes Bytes held for clients: unread input and decoded "
-          "requests, and answers not yet written.\n# TYPE ptod_client_memory_bytes gauge\n");
-  put(&t, "ptod_client_memory_bytes{use=\"input\"} %llu\n", (unsigned long long)cm.input);
-  put(&t, "ptod_client_memory_bytes{use=\"output\"} %llu\n", (unsigned long long)cm.output);
-  metric(&t, "ptod_client_memory_limit_bytes", "gauge", "[daemon] clients_memory.", cm.limit);
-  metric(&t, "ptod_log_lines_suppressed_total", "counter",
-         "Client-caused log lines dropped by the rate limit.", log_client_suppressed());
+static void head(tb_t *t, const char *name, const char *type, const char *help) {
+  tb_put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
 
-  if (t.failed) {
-    free(t.buf);
-    return NULL;
+static void one(tb_t *t, const char *name, const char *type, const char *help, uint64_t v) {
+  head(t, name, type, help);
+  tb_put(t, "%s %" PRIu64 "\n", name, v);
+}
+
+static void ring_gauge(tb_t *t, const char *name, const char *help, const pto_sizing_t *p,
+                       int field) {
+  head(t, name, "gauge", help);
+  for (int r = 0; r < PTO_RING_COUNT; r++)
+    tb_put(t, "%s{ring=\"%d\"} %" PRIu64 "\n", name, r, p->value[field][r]);
+}
+
+static void histogram(tb_t *t, const char *name, const char *help, const histogram_t *h) {
+  head(t, name, "histogram", help);
+  for (size_t i = 0; i < NBOUNDS; i++)
+    tb_put(t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, bounds[i], h->buckets[i]);
+  tb_put(t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name,
+         h->count, name, h->sum_s, name, h->count);
+}
+
+static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
+  head(t, "ptod_info", "gauge", "Build and device of this daemon (always 1).");
+  tb_put(t, "ptod_info{version=\"%s\",device=\"%u\",platform=\"%s\"} 1\n", s->version, s->device,
+         s->platform);
+  one(t, "ptod_uptime_seconds", "gauge", "Seconds since the daemon started.", s->uptime_s);
+  head(t, "ptod_state", "gauge", "1 for the state the daemon is in, 0 for the others.");
+  for (int i = 0; i < s->nstates; i++)
+    tb_put(t, "ptod_state{state=\"%s\"} %d\n", s->state_names[i], s->state == i);
+  one(t, "ptod_clients", "gauge", "Connected clients.", s->clients);
+  one(t, "ptod_requests_total", "counter", "Requests received, every method.", s->requests);
+  head(t, "ptod_dispatches_total", "counter", "Dispatches answered, by outcome.");
+  tb_put(t, "ptod_dispatches_total{outcome=\"ok\"} %" PRIu64 "\n", s->dispatches_ok);
+  tb_put(t, "ptod_dispatches_total{outcome=\"failed\"} %" PRIu64 "\n", s->dispatches_failed);
+  tb_put(t, "ptod_dispatches_total{outcome=\"rejected\"} %" PRIu64 "\n", s->dispatches_rejected);
+  one(t, "ptod_pending_requests", "gauge",
+      "Device requests admitted and not answered yet: waiting plus running (Triton: pending "
+      "requests).",
+      s->queue_depth + s->queue_running);
+  one(t, "ptod_queue_depth", "gauge", "Device requests waiting for the device.", s->queue_depth);
+  one(t, "ptod_queue_capacity", "gauge", "queue_depth: the admission queue's bound.",
+      s->queue_capacity);
+  one(t, "ptod_queue_running", "gauge", "Device requests running (0 or 1).", s->queue_running);
+  tb_put(t, "# HELP ptod_client_held_bytes Bytes held for clients: unread input and decoded "
+               "requests, answers not yet written.\n# TYPE ptod_client_held_bytes gauge\n");
+  tb_put(t, "ptod_client_held_bytes{use=\"input\"} %llu\n", (unsigned long long)s->client_input);
+  tb_put(t, "ptod_client_held_bytes{use=\"output\"} %llu\n",
+            (unsigned long long)s->client_output);
+  one(t, "ptod_client_memory_limit_bytes", "gauge", "[daemon] clients_memory.", s->client_limit);
+  one(t, "ptod_log_lines_suppressed_total", "counter",
+      "Client-caused log lines dropped by the rate limit.", s->log_lines_suppressed);
+}
+
+static void arena_part(tb_t *t, const metrics_snapshot_t *s, uint64_t switches) {
+  one(t, "ptod_arena_builds_total", "counter", "Arena builds (prewarms included).", s->arena_builds);
+  one(t, "ptod_arena_hits_total", "counter", "Dispatches whose sizing matched the cached arena.",
+      s->arena_hits);
+  one(t, "ptod_arena_misses_total", "counter", "Dispatches that had to build the arena.",
+      s->arena_misses);
+  head(t, "ptod_arena_build_seconds_total", "counter", "Time spent building arenas.");
+  tb_put(t, "ptod_arena_build_seconds_total %.6f\n", (double)s->arena_build_us_total / 1e6);
+  one(t, "ptod_arena_sizing_switches_total", "counter",
+      "Dispatches whose sizing differed from the previous dispatch's (each rebuilds the arena; "
+      "see advise).",
+      switches);
+  one(t, "ptod_arena_bytes", "gauge", "Device bytes the cached arena holds.", s->arena_bytes);
+  head(t, "ptod_prewarm_first_dispatch_hit", "gauge",
+       "Whether the first dispatch after the prewarm hit it (-1: no dispatch yet).");
+  tb_put(t, "ptod_prewarm_first_dispatch_hit %d\n", s->prewarm_first_dispatch_hit);
+  ring_gauge(t, "ptod_ring_peak_tasks", "Most tasks live at once on the ring, any dispatch.",
+             &s->peaks, PTO_FIELD_TASK_WINDOW);
+  ring_gauge(t, "ptod_ring_peak_heap_bytes", "Most heap bytes live on the ring, any dispatch.",
+             &s->peaks, PTO_FIELD_HEAP);
+  ring_gauge(t, "ptod_ring_peak_dep_entries",
+             "Most dependency-pool entries in use on the ring, any dispatch.", &s->peaks,
+             PTO_FIELD_DEP_POOL);
+  one(t, "ptod_memory_limit_bytes", "gauge", "[device] memory.", s->memory_limit);
+  head(t, "ptod_memory_used_bytes", "gauge", "Device memory held, by use.");
+  tb_put(t, "ptod_memory_used_bytes{use=\"arena\"} %" PRIu64 "\n", s->memory_arena);
+  tb_put(t, "ptod_memory_used_bytes{use=\"buffers\"} %" PRIu64 "\n", s->memory_buffers);
+  tb_put(t, "ptod_memory_used_bytes{use=\"staging\"} %" PRIu64 "\n", s->memory_staging);
+  one(t, "ptod_memory_free_bytes", "gauge", "Device memory left under the limit.", s->memory_free);
+  one(t, "ptod_resident_bytes", "gauge", "Bytes of the device-resident buffers (KV caches, ...).",
+      s->memory_buffers);
+  one(t, "ptod_resident_buffers", "gauge", "Device-resident buffers allocated.",
+      s->resident_buffers);
+}
+
+char *metrics_render(metrics_t *m, const metrics_snapshot_t *s, size_t *ret_len) {
+  metrics_t copy;
+  tb_t t;
+
+  pthread_mutex_lock(&m->lock);
+  memcpy(&copy, m, sizeof copy); /* the lock member of the copy is never used */
+  pthread_mutex_unlock(&m->lock);
+
+  tb_init(&t);
+  daemon_part(&t, s);
+  head(&t, "ptod_program_dispatches_total", "counter",
+       "Dispatches answered, by program and outcome (Triton: per-model success and failure).");
+  for (uint32_t i = 0; i <= METRICS_MAX_PROGRAMS; i++) {
+    const program_counts_t *p = &copy.programs[i];
+    if (i >= copy.nprograms && i != METRICS_MAX_PROGRAMS) continue;
+    if (i == METRICS_MAX_PROGRAMS && !(p->n[0] | p->n[1] | p->n[2])) continue;
+    for (int o = 0; o < O_COUNT; o++)
+      tb_put(&t, "ptod_program_dispatches_total{program=\"%s\",outcome=\"%s\"} %" PRIu64 "\n",
+             p->name, outcome_names[o], p->n[o]);
   }
-  *ret_len = t.len;
-  return t.buf;
+  head(&t, "ptod_errors_total", "counter", "Errors answered, by name.");
+  for (int code = 1; code < MAX_CODE; code++)
+    if (pto_error_name(code))
+      tb_put(&t, "ptod_errors_total{name=\"%s\"} %" PRIu64 "\n", pto_error_name(code),
+             copy.errors[code]);
+  for (int h = 0; h < H_COUNT; h++) histogram(&t, hist_info[h].name, hist_info[h].help, &copy.hist[h]);
+  arena_part(&t, s, copy.sizing_switches);
+  return tb_take(&t, ret_len);
 }

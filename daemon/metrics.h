@@ -1,20 +1,82 @@
-/* metrics.h — the Prometheus text exposition of the `metrics` method. */
+/* metrics.h — the daemon's Prometheus metrics: counters and histograms it
+ * owns (fed by the modules that see the events), and the text exposition
+ * (format 0.0.4) of those plus a snapshot of the daemon's gauges.
+ *
+ * Names follow Prometheus conventions (base units: _seconds, _bytes;
+ * counters end in _total) and the peers' vocabulary: Triton's queue and
+ * compute durations and pending requests become
+ * ptod_dispatch_queue_duration_seconds, ptod_dispatch_compute_duration_seconds
+ * and ptod_pending_requests; its per-model success/failure counts become
+ * ptod_program_dispatches_total{program, outcome}.  docs/operations.md lists
+ * every metric.
+ *
+ * Threading: every function may be called from any thread (one mutex,
+ * held for a few stores).  This module knows nothing of the daemon's other
+ * modules: the caller fills the snapshot (metrics_feed.c does, on the loop
+ * thread).
+ */
 #ifndef PTOD_METRICS_H
 #define PTOD_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ptod.h"
+#include <pto/sizing.h>
 
-/* Count an error answered, by code (any thread). */
-void metrics_count_error(ptod_t *d, int code);
+typedef struct metrics metrics_t;
 
-/* Record one finished dispatch's total latency (loop thread). */
-void metrics_observe_dispatch(ptod_t *d, uint64_t total_us);
+/* At most this many programs get their own label values; dispatches of
+ * further names count under program="_other" (names come from clients:
+ * the label set must stay bounded). */
+#define METRICS_MAX_PROGRAMS 64
 
-/* The exposition text, malloc'ed (the caller frees); *ret_len its length.
- * NULL when out of memory.  Loop thread. */
-char *metrics_render(ptod_t *d, size_t *ret_len);
+/* Returns 0 or -ENOMEM.  Free with metrics_free (NULL accepted). */
+int metrics_create(metrics_t **ret);
+void metrics_free(metrics_t *m);
+
+/* An error answered, by code (ptod_errors_total{name}). */
+void metrics_count_error(metrics_t *m, int code);
+
+/* One dispatch that reached the device, successful or not. */
+typedef struct metrics_dispatch {
+  const char *program; /* as requested */
+  int code;            /* PTO_OK or the error answered */
+  bool arena_ready;    /* the arena was in place (arena_key, arena_hit valid) */
+  bool arena_hit;
+  uint64_t arena_key;
+  uint64_t queue_us, arena_us, run_us, total_us; /* as in the result's timing_us */
+} metrics_dispatch_t;
+void metrics_observe_dispatch(metrics_t *m, const metrics_dispatch_t *obs);
+
+/* A dispatch answered without running (BUSY, DEADLINE_EXCEEDED, ...). */
+void metrics_count_rejected(metrics_t *m, const char *program);
+
+/* What the exposition shows besides metrics' own counters. */
+typedef struct metrics_snapshot {
+  const char *version, *platform;
+  uint32_t device;
+  const char *const *state_names; /* nstates names; state indexes them */
+  int nstates, state;
+  uint64_t uptime_s, clients, requests;
+  uint64_t dispatches_ok, dispatches_failed, dispatches_rejected;
+  uint64_t queue_depth, queue_capacity, queue_running;
+  uint64_t arena_builds, arena_hits, arena_misses, arena_build_us_total, arena_bytes;
+  int prewarm_first_dispatch_hit; /* -1: no dispatch yet, else 0 or 1 */
+  uint64_t memory_limit, memory_arena, memory_buffers, memory_staging, memory_free;
+  uint64_t resident_buffers; /* how many resident buffers */
+  pto_sizing_t peaks;        /* per ring and field, the most any dispatch used */
+  /* Bytes the server holds for clients (srv_memory): unread input and
+   * decoded requests, unsent answers, and clients_memory. */
+  uint64_t client_input, client_output, client_limit;
+  uint64_t log_lines_suppressed; /* client-caused lines the rate limit dropped */
+} metrics_snapshot_t;
+
+/* A snapshot with every field zero. */
+void metrics_snapshot_init(metrics_snapshot_t *s);
+
+/* The exposition text, NUL-terminated and malloc'ed (the caller frees);
+ * *ret_len its length.  NULL when out of memory. */
+char *metrics_render(metrics_t *m, const metrics_snapshot_t *s, size_t *ret_len);
 
 #endif

@@ -27,6 +27,14 @@ bool prewarm_record_dispatch(prewarm_record_t *rec, bool hit) {
   return first;
 }
 
+int prewarm_record_first_hit(prewarm_record_t *rec) {
+  int hit;
+  pthread_mutex_lock(&rec->lock);
+  hit = rec->first_dispatch_hit;
+  pthread_mutex_unlock(&rec->lock);
+  return hit;
+}
+
 void prewarm_record_sizing(prewarm_record_t *rec, pto_sizing_resolved_t *ret) {
   pthread_mutex_lock(&rec->lock);
   *ret = rec->sizing;

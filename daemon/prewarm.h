@@ -30,6 +30,10 @@ void prewarm_record_set(prewarm_record_t *rec, const pto_sizing_resolved_t *sizi
  * Returns true when this was that first one. */
 bool prewarm_record_dispatch(prewarm_record_t *rec, bool hit);
 
+/* -1 until a dispatch reached the arena after the prewarm, then whether it
+ * hit (1) or not (0). */
+int prewarm_record_first_hit(prewarm_record_t *rec);
+
 /* The prewarmed sizing as it is now. */
 void prewarm_record_sizing(prewarm_record_t *rec, pto_sizing_resolved_t *ret);
 

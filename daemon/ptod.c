@@ -22,6 +22,7 @@
 #include <pto/version.h>
 
 #include "log.h"
+#include "metrics_feed.h"
 #include "notify.h"
 #include "jobs.h"
 #include "request.h"
@@ -88,6 +89,7 @@ static void close_handle(uv_handle_t *h) {
 /* Everything on the loop goes; uv_run then returns. */
 static void finish(life_t *life) {
   uv_timer_stop(&life->drain_poll);
+  metrics_feed_stop(&life->d);
   srv_close(life->d.srv);
   life->d.srv = NULL;
   dsp_destroy(life->d.dsp);
@@ -322,7 +324,7 @@ int ptod_open_device(ptod_t *d, pto_error_t *err) {
                 "programs.",
                 d->cfg.device.programs, strerror(errno));
   if (buf_table_create(d->dev, d->cfg.device.memory, &d->buffers) < 0 ||
-      advise_create(&d->advise) < 0)
+      advise_create(&d->advise) < 0 || metrics_create(&d->metrics) < 0)
     return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
   staging_init(&d->staging, d->dev, d->buffers);
   return 0;
@@ -355,6 +357,7 @@ void ptod_close_device(ptod_t *d) {
   rt_destroy(d->rt);
   buf_table_free(d->buffers);
   advise_free(d->advise);
+  metrics_free(d->metrics);
   dev_close(d->dev);
 }
 
@@ -376,7 +379,6 @@ int ptod_run(const char *config_path) {
   d->config_path = config_path;
   d->started_ns = dsp_now_ns();
   prewarm_record_init(&d->prewarm);
-  pthread_mutex_init(&d->lock, NULL);
   pto_error_clear(&err);
 
   /* 1. configuration: the file and the PTO2_RING_* environment. */
@@ -435,6 +437,15 @@ int ptod_run(const char *config_path) {
     goto out_srv;
   }
   log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
+  rc = metrics_feed_start(d, &err);
+  if (rc < 0) {
+    log_err("%s", err.message);
+    metrics_feed_stop(d);
+    srv_close(d->srv);
+    d->srv = NULL;
+    exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
+    goto out_dsp;
+  }
 
   uv_signal_init(&life->loop, &life->sig_term);
   uv_signal_init(&life->loop, &life->sig_int);
@@ -471,7 +482,6 @@ out_loop:
   if (uv_loop_close(&life->loop) != 0) log_warning("The event loop still had handles at exit.");
 out_device:
   ptod_close_device(d);
-  pthread_mutex_destroy(&d->lock);
   prewarm_record_destroy(&d->prewarm);
   free(life);
   return exit_code;

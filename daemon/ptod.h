@@ -22,6 +22,7 @@
 #include "config.h"
 #include "device.h"
 #include "dispatch.h"
+#include "metrics.h"
 #include "runtime.h"
 #include "prewarm.h"
 #include "server.h"
@@ -64,15 +65,11 @@ typedef struct ptod {
 
   atomic_int state; /* ptod_state_t; ptod.c */
   uint64_t started_ns;
-  /* Counters (request.c), and the error and latency figures (metrics.c,
-   * under lock). */
+  /* Counters (request.c). */
   atomic_uint_fast64_t dispatches_ok, dispatches_failed, dispatches_rejected;
   atomic_uint_fast64_t requests_total;
-  pthread_mutex_t lock;
-  uint64_t error_counts[1100];
-  uint64_t latency_buckets[16];
-  uint64_t latency_count;
-  double latency_sum_s;
+  metrics_t *metrics;          /* metrics.c: counters and histograms, its own lock */
+  struct metrics_feed *feed;   /* metrics_feed.c: the HTTP endpoint and textfile; loop thread */
 } ptod_t;
 
 #endif

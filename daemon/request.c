@@ -59,8 +59,11 @@ static bool is_dispatch(const req_t *req) { return req->method == PROTO_M_DISPAT
 
 /* Answer err before the request reached the device, and end it. */
 static void reject(req_t *req, const pto_error_t *err) {
-  metrics_count_error(req->d, err->code);
-  if (is_dispatch(req)) atomic_fetch_add(&req->d->dispatches_rejected, 1);
+  metrics_count_error(req->d->metrics, err->code);
+  if (is_dispatch(req)) {
+    atomic_fetch_add(&req->d->dispatches_rejected, 1);
+    metrics_count_rejected(req->d->metrics, req->params.dispatch.program);
+  }
   if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, err);
   req_finish(req);
 }
@@ -81,11 +84,9 @@ static void request_complete(dsp_job_t *job) {
 
   switch (job->outcome) {
   case DSP_RAN:
-    if (is_dispatch(req)) {
+    if (is_dispatch(req))
       atomic_fetch_add(req->result_code == PTO_OK ? &d->dispatches_ok : &d->dispatches_failed, 1);
-      metrics_observe_dispatch(d, (job->finished_ns - job->admitted_ns) / 1000u);
-    }
-    if (req->result_code != PTO_OK) metrics_count_error(d, req->result_code);
+    if (req->result_code != PTO_OK) metrics_count_error(d->metrics, req->result_code);
     if (!srv_conn_gone(conn)) send_sbuffer(conn, &req->response);
     req_finish(req);
     break;
@@ -261,7 +262,7 @@ static void on_close(srv_conn_t *conn, void *data) {
 }
 
 static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *msgid, void *data) {
-  metrics_count_error(data, err->code);
+  metrics_count_error(((ptod_t *)data)->metrics, err->code);
   send_error(conn, msgid, err);
 }
 

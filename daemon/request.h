@@ -40,7 +40,9 @@ typedef struct req {
   proto_params_t params;
   pto_sizing_t baseline; /* the config level ([ring]) when admitted */
   uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
-  char *diagnostics_dir; /* a copy, when a dispatch asks for scope stats */
+  char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
+  uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget */
+  uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
   /* The encoded response, filled on the device thread. */
   msgpack_sbuffer response;
   int result_code; /* PTO_OK or the error code answered */

@@ -8,7 +8,8 @@
 #include <pto/version.h>
 
 #include "log.h"
-#include "metrics.h"
+#include "dfx.h"
+#include "metrics_feed.h"
 #include "prewarm.h"
 
 /* ---- methods served on the loop ----------------------------------------- */
@@ -73,6 +74,7 @@ void service_scratch_free(service_scratch_t *scratch) {
   free(scratch->programs);
   free(scratch->infos);
   free(scratch->bufs);
+  advise_result_free(&scratch->advice);
   memset(scratch, 0, sizeof(*scratch));
 }
 
@@ -94,7 +96,7 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
     serve_status(d, &result->status);
     return 1;
   case PROTO_M_METRICS:
-    scratch->text = metrics_render(d, &n);
+    scratch->text = metrics_feed_text(d, &n);
     if (!scratch->text) break;
     result->metrics.text = scratch->text;
     result->metrics.len = n;
@@ -123,10 +125,7 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
     result->buffer_list.count = (uint32_t)n;
     return 1;
   case PROTO_M_ADVISE:
-    advise_observed(d->advise, &result->advise.observed);
-    advise_recommend(&result->advise.observed, &result->advise.recommended, scratch->advice,
-                     sizeof(scratch->advice));
-    result->advise.config = scratch->advice;
+    if (advise_result(d->advise, &result->advise, &scratch->advice) < 0) break;
     return 1;
   default:
     return 0;
@@ -135,33 +134,6 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
 }
 
 /* ---- admission ---------------------------------------------------------- */
-
-/* The diagnostics a dispatch asked for, checked on the loop like every
- * other parameter.  ptod's sim device records ring peaks per run (scope
- * stats); it has no swimlane or dependency-graph tracing, and says so
- * instead of ignoring the request. */
-static int check_diagnostics(ptod_t *d, const proto_config_t *c, pto_error_t *err) {
-  int rc = 0;
-  const char *key = NULL;
-  if (c->enable_swimlane > 0) {
-    key = "enable_swimlane";
-    rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
-                       "enable_swimlane = %d is not supported on platform '%s'; use 0.",
-                       c->enable_swimlane, dev_name(d->dev));
-  } else if (c->enable_dep_gen == 1) {
-    key = "enable_dep_gen";
-    rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
-                       "enable_dep_gen is not supported on platform '%s'; use false.",
-                       dev_name(d->dev));
-  } else if (c->enable_scope_stats == 1 && !d->cfg.daemon.diagnostics_dir[0]) {
-    key = "enable_scope_stats";
-    rc = pto_error_set(err, PTO_E_INVALID_CONFIG,
-                       "enable_scope_stats writes a file, and this daemon has no [daemon] "
-                       "diagnostics_dir; ask its operator to set one.");
-  }
-  if (key) snprintf(err->key, sizeof(err->key), "%s", key);
-  return rc;
-}
 
 /* A dispatch's program and arguments, as far as the loop can tell: the
  * program exists and takes that many arguments (so a message of two
@@ -204,9 +176,11 @@ int service_admit(ptod_t *d, req_t *req, pto_error_t *err) {
   if (req->method != PROTO_M_DISPATCH) return 0;
   rc = check_dispatch(d, p, err);
   if (rc < 0) return rc;
-  rc = check_diagnostics(d, &p->config, err);
-  if (rc < 0) return rc;
-  if (p->config.enable_scope_stats == 1) {
+  /* DFX artefacts come back in the result (dfx.h), and as files too where
+   * there is a diagnostics_dir. */
+  req->output_limit = d->cfg.daemon.output_limit;
+  req->device_id = d->cfg.device.id;
+  if (dfx_wanted(&p->config) && d->cfg.daemon.diagnostics_dir[0]) {
     req->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
     if (!req->diagnostics_dir)
       return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");

@@ -14,7 +14,7 @@ typedef struct service_scratch {
   proto_program_info_t *programs;
   buf_info_t *infos;
   proto_buffer_info_t *bufs;
-  char advice[512];
+  advise_result_mem_t advice;
 } service_scratch_t;
 
 /* Serve a method that needs no device (ping, status, metrics, programs,
@@ -26,8 +26,8 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
 void service_scratch_free(service_scratch_t *scratch);
 
 /* The checks of a device request that need no device, before it is
- * queued: a dispatch's program exists and takes that many arguments, its
- * answer fits output_limit, the diagnostics it asks for can be given.
+ * queued: a dispatch's program exists and takes that many arguments, and
+ * its answer fits output_limit; what its DFX artefacts need is copied in.
  * Returns 0, or a negative error with the sentence in err. */
 int service_admit(ptod_t *d, req_t *req, pto_error_t *err);
 

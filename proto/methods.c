@@ -510,6 +510,7 @@ static const schema_spec_t dispatch_result_rows[] = {
     ROW_MAP("peaks", T, peaks, peaks_schema, 0),
     ROW_MAP_HERE("timing_us", timing_schema),
     ROW_COUNT("tasks", T, tasks),
+    ROW_MAP("dfx", T, dfx, proto_dfx_schema, F_OPT),
 };
 #undef T
 static const schema_t dispatch_result_schema = SCHEMA(dispatch_result_rows);
@@ -525,12 +526,35 @@ static const schema_spec_t buffer_info_elem =
 static const schema_spec_t byte_count_rows[] = {ROW_COUNT("bytes", proto_byte_count_t, bytes)};
 static const schema_t byte_count_schema = SCHEMA(byte_count_rows);
 
+#define T proto_advise_program_t
+static const schema_spec_t advise_program_rows[] = {
+    ROW_K("program", SK_STR, T, program, 0),
+    ROW_COUNT("dispatches", T, dispatches),
+    ROW_MAP("observed", T, observed, peaks_schema, 0),
+    ROW_MAP("recommended", T, recommended, sizing_schema, 0),
+};
+#undef T
+static const schema_t advise_program_schema = SCHEMA(advise_program_rows);
+static const schema_spec_t advise_program_elem =
+    ROW_ELEM(SK_MAP, proto_advise_program_t, &advise_program_schema);
+static const schema_spec_t sizing_elem = ROW_ELEM(SK_MAP, pto_sizing_t, &sizing_schema);
+static const schema_spec_t warning_elem = ROW_ELEM(SK_STR, const char *, NULL);
+
 #define T proto_advise_result_t
+#define ROW_OPT_LIST(k, items, count, elem)                                                   \
+  {                                                                                           \
+    .key = k, .kind = SK_LIST, .flags = F_OPT, .off = offsetof(T, items),                     \
+    .off2 = offsetof(T, count), .sub = &(elem)                                                \
+  }
 static const schema_spec_t advise_rows[] = {
     ROW_MAP("observed", T, observed, peaks_schema, 0),
     ROW_MAP("recommended", T, recommended, sizing_schema, 0),
     ROW_K("config", SK_STR, T, config, 0),
+    ROW_OPT_LIST("programs", programs, nprograms, advise_program_elem),
+    ROW_OPT_LIST("sizings", sizings, nsizings, sizing_elem),
+    ROW_OPT_LIST("warnings", warnings, nwarnings, warning_elem),
 };
+#undef ROW_OPT_LIST
 #undef T
 static const schema_t advise_schema = SCHEMA(advise_rows);
 
@@ -653,3 +677,4 @@ int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t me
   rc = proto_pack_response_begin(&pk, msgid);
   return rc < 0 ? rc : proto_result_pack(&pk, method, result);
 }
+

@@ -247,6 +247,21 @@ typedef struct proto_programs_result {
   uint32_t count;
 } proto_programs_result_t;
 
+/* The DFX artefacts of a dispatch (docs/protocol.md "dfx"): each bin is
+ * absent (ptr NULL) unless its flag asked for it; `refused` says why the
+ * artefacts asked for are not here (too large for the connection's output
+ * budget, or more tasks than the record holds), NULL otherwise.  A result
+ * or error without any of them has no "dfx" key. */
+typedef struct proto_dfx {
+  proto_bytes_t swimlane;    /* Chrome trace-event JSON */
+  proto_bytes_t scope_stats; /* JSON lines */
+  proto_bytes_t dep_graph;   /* Graphviz DOT */
+  const char *refused;
+} proto_dfx_t;
+
+/* Whether the map has anything to send. */
+bool proto_dfx_present(const proto_dfx_t *dfx);
+
 typedef struct proto_dispatch_result {
   const proto_bytes_t *outputs; /* one per arg; ptr NULL = nil (not an inout/out arg) */
   uint32_t noutputs;
@@ -261,6 +276,7 @@ typedef struct proto_dispatch_result {
     uint64_t queue, arena, run, total;
   } timing_us;
   uint64_t tasks;
+  proto_dfx_t dfx; /* optional */
 } proto_dispatch_result_t;
 
 typedef struct proto_buffer_info {
@@ -277,10 +293,25 @@ typedef struct proto_buffer_list {
   uint32_t count;
 } proto_buffer_list_t;
 
+/* One program's part of advise. */
+typedef struct proto_advise_program {
+  const char *program;
+  uint64_t dispatches;
+  pto_sizing_t observed, recommended;
+} proto_advise_program_t;
+
 typedef struct proto_advise_result {
   pto_sizing_t observed;    /* peaks seen: {task_window, heap, dep_pool} on the wire */
   pto_sizing_t recommended; /* a sizing map */
-  const char *config;       /* the config-file lines that set it */
+  const char *config;       /* the config-file lines that set it ([ring] and [prewarm]) */
+  /* Optional (a daemon before 1.1 sends none): per program, the distinct
+   * sizings dispatches ran with, and warnings (full sentences). */
+  const proto_advise_program_t *programs;
+  uint32_t nprograms;
+  const pto_sizing_t *sizings;
+  uint32_t nsizings;
+  const char *const *warnings;
+  uint32_t nwarnings;
 } proto_advise_result_t;
 
 typedef union proto_result {
@@ -327,6 +358,16 @@ int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t met
                          const proto_params_t *params);
 int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
                           const proto_result_t *result);
+
+/* A failed dispatch's response whose error map carries the "dfx" key too
+ * (what the run recorded until it failed).  The error map's other keys are
+ * those of proto_pack_error_map. */
+int proto_encode_error_response_dfx(msgpack_sbuffer *sb, uint32_t msgid, const pto_error_t *err,
+                                    const proto_dfx_t *dfx);
+/* Decode the "dfx" map of an error map (NULL when it has none: *ret is
+ * then all absent).  Bins point into the message. */
+int proto_dfx_decode_error(const msgpack_object *error_map, msgpack_zone *zone, proto_dfx_t *ret,
+                           pto_error_t *ret_err);
 
 /* Whether name is a valid buffer or program name: 1..PROTO_NAME_MAX bytes of
  * [A-Za-z0-9._-], not starting with '.' (so never a path, never hidden). */

@@ -211,12 +211,16 @@ static const char *fallback_message(int code) {
 }
 
 int proto_pack_error_map(msgpack_packer *pk, const pto_error_t *err) {
+  return proto_pack_error_map_n(pk, err, 0);
+}
+
+int proto_pack_error_map_n(msgpack_packer *pk, const pto_error_t *err, uint32_t nextra) {
   const char *name = pto_error_name(err->code);
   const char *message = err->message[0] ? err->message : fallback_message(err->code);
   bool ring = err->ring >= 0;
   bool amounts = ring || err->requested != 0 || err->capacity != 0;
   bool hint = err->hint[0] != '\0', key = err->key[0] != '\0';
-  int rc = msgpack_pack_map(pk, 3u + ring + 2u * amounts + hint + key);
+  int rc = msgpack_pack_map(pk, 3u + ring + 2u * amounts + hint + key + nextra);
   rc |= pack_cstr(pk, "code") | msgpack_pack_int(pk, err->code);
   rc |= pack_cstr(pk, "name") | pack_cstr(pk, name ? name : "UNKNOWN");
   rc |= pack_cstr(pk, "message") | pack_cstr(pk, message);

@@ -101,6 +101,9 @@ int proto_encode_error_notification(msgpack_sbuffer *sb, const pto_error_t *err)
  * either one non-zero), "hint" and "key" (non-empty).  An empty message is
  * sent as the table's default message; an unknown code's name as "UNKNOWN". */
 int proto_pack_error_map(msgpack_packer *pk, const pto_error_t *err);
+/* The same map header with room for `nextra` more key/value pairs, which
+ * the caller packs right after. */
+int proto_pack_error_map_n(msgpack_packer *pk, const pto_error_t *err, uint32_t nextra);
 
 /* Decode an error map into *ret (copied, truncated to the fixed fields).
  * Lenient, so an older client still understands a newer daemon: unknown

@@ -38,7 +38,8 @@ typedef enum schema_kind {
 } schema_kind_t;
 
 /* Rows are required unless F_OPT.  Results are decoded leniently (unknown
- * keys ignored) but every row must be there. */
+ * keys ignored) but every row must be there, but F_OPT ones (a key a newer
+ * daemon added, such as dispatch's dfx). */
 enum {
   F_OPT = 1u << 0,  /* params: may be left out or nil; packed only when not absent */
   F_NIL = 1u << 1,  /* may be nil even when required (nil = the absent value) */
@@ -112,6 +113,9 @@ size_t schema_payload(const schema_spec_t *spec, const void *base);
  * config map); sets err->key.  Returns the negative error. */
 int schema_bad_value(schema_ctx_t *ctx, const char *key, const char *expect,
                      const msgpack_object *got);
+/* The rows of the "dfx" map (proto/dfx.c). */
+extern const schema_t proto_dfx_schema;
+
 /* A NUL-terminated copy of a str in the zone. */
 const char *schema_strdup(schema_ctx_t *ctx, const char *s, size_t len);
 

@@ -10,6 +10,7 @@
 #include "queue.h"
 #include "scheduler.h"
 #include "tensormap.h"
+#include "trace_rec.h"
 
 #define ORCH_MAX_OUT_BYTES (UINT64_C(1) << 48)
 
@@ -51,6 +52,7 @@ static int orch_ring_error(pto_orch_t *o, int code, uint32_t ring, uint64_t requ
   va_start(ap, hint_fmt);
   vsnprintf(e->hint, sizeof e->hint, hint_fmt, ap);
   va_end(ap);
+  if (o->trace) trace_failure(o->trace, &o->rt->rings[ring], e, o->depth);
   return rt_fail(o->rt, e);
 }
 
@@ -250,7 +252,7 @@ static int orch_reserve(pto_orch_t *o, rt_ring_t *ring, uint64_t heap_bytes, uin
                         uint64_t *ret_heap_pos) {
   rt_runtime_t *rt = o->rt;
   const uint64_t id = ring->next_id, H = ring->heap_size;
-  uint64_t last_la = UINT64_MAX, progress_at = 0, spin_start = 0;
+  uint64_t last_la = UINT64_MAX, progress_at = 0, spin_start = 0, wait_from = 0;
   uint32_t iter = 0;
   bool helping = true;
 
@@ -291,6 +293,13 @@ static int orch_reserve(pto_orch_t *o, rt_ring_t *ring, uint64_t heap_bytes, uin
       if (live_heap > used_pos) live_heap = used_pos;
       if (id - la + 1 > ring->peak_tasks) ring->peak_tasks = id - la + 1;
       if (live_heap > ring->peak_heap) ring->peak_heap = live_heap;
+      if (o->trace) {
+        o->rec_tasks = id - la + 1;
+        o->rec_heap = live_heap;
+        if (wait_from)
+          trace_phase(o->trace, trace_orch_lane(rt), "wait for room", ring->index, wait_from,
+                      rt_now_ns());
+      }
       return 0;
     }
 
@@ -301,6 +310,7 @@ static int orch_reserve(pto_orch_t *o, rt_ring_t *ring, uint64_t heap_bytes, uin
       return orch_report_short(o, ring, shortage, true, la, heap_bytes, ndeps, 0);
 
     now = rt_now_ns();
+    if (!wait_from) wait_from = now;
     if (la != last_la) {
       last_la = la;
       progress_at = now;
@@ -346,7 +356,7 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   uint32_t r = o->depth < PTO_RING_COUNT - 1 ? o->depth : PTO_RING_COUNT - 1;
   rt_ring_t *ring = &rt->rings[r];
   rt_scope_t *sc = &o->scopes[o->depth];
-  uint64_t heap_bytes = 0, heap_pos = 0, nprod = 0, id, dep_pos, cursor = 0;
+  uint64_t heap_bytes = 0, heap_pos = 0, nprod = 0, id, dep_pos, cursor = 0, submit_ns = 0;
   uint32_t nwait = 0, nedges = 0;
   rt_task_t *t;
   rt_payload_t *p;
@@ -354,6 +364,7 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   int rc, code = atomic_load_explicit(&rt->err_code, memory_order_relaxed);
 
   if (code) return -code;
+  if (o->trace) submit_ns = rt_now_ns();
   rc = orch_check_args(o, kernel, args, &heap_bytes);
   if (rc) return rc;
 
@@ -471,11 +482,14 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   {
     uint64_t used = dep_pos - atomic_load_explicit(&ring->dep_tail, memory_order_relaxed);
     if (used > ring->peak_deps) ring->peak_deps = used;
+    if (o->trace) o->rec_deps = used;
   }
 
   for (uint32_t i = 0; i < args->ntensors; i++)
     if (args->dir[i] != PTO_IN) tm_insert(o, p, so, i);
 
+  if (o->trace)
+    trace_submit(o->trace, o, ring, t, submit_ns, heap_bytes, o->producers, nprod < o->producers_cap ? nprod : o->producers_cap);
   o->scope_tasks[o->nscope_tasks++] = t;
   sc->ntasks++;
   ring->next_id = id + 1;
@@ -485,6 +499,7 @@ static int orch_submit(pto_orch_t *o, pto_kernel_fn kernel, pto_task_args_t *arg
   if (nwait == 0 ||
       atomic_fetch_sub_explicit(&t->fanin, RT_FANIN_BIAS - (int32_t)nwait, memory_order_acq_rel) ==
           RT_FANIN_BIAS - (int32_t)nwait) {
+    if (o->trace) trace_ready(o->trace, rt, t, rt_now_ns());
     if (kernel == atomic_load_explicit(&rt->tiny_kernel, memory_order_relaxed) &&
         !rt_queue_nonempty(&rt->ready)) {
       /* Shorter than any hand-off (orch.h): run it here, now. */
@@ -516,6 +531,7 @@ static void orch_scope_begin(pto_orch_t *o) {
     return;
   }
   o->depth++;
+  if (o->trace) trace_scope_begin(o->trace, o->depth, rt_now_ns());
   o->scopes[o->depth].begin = o->nscope_tasks;
   o->scopes[o->depth].ntasks = 0;
 }
@@ -530,6 +546,7 @@ static void orch_scope_close(pto_orch_t *o) {
     sched_release(rt, t);
   }
   o->nscope_tasks = begin;
+  if (o->trace) trace_scope_end(o->trace, o->depth, rt_now_ns());
   if (o->depth > 0) o->depth--;
 }
 
@@ -583,6 +600,7 @@ const pto_orch_api_t *orch_api(void) { return &orch_api_table; }
 void orch_run(rt_runtime_t *rt, uint64_t gen) {
   pto_orch_t *o = &rt->orch;
   const pto_program_t *prog = rt->prog;
+  uint64_t orch_from = o->trace ? rt_now_ns() : 0;
   int rc;
 
   o->depth = 0;
@@ -591,8 +609,12 @@ void orch_run(rt_runtime_t *rt, uint64_t gen) {
   o->scopes[0].begin = 0;
   o->scopes[0].ntasks = 0;
   o->nscope_tasks = 0;
+  if (o->trace) trace_scope_begin(o->trace, 0, orch_from);
 
   rc = prog->orchestrate(&orch_api_table, o, rt->args, rt->nargs);
+  if (o->trace)
+    trace_phase(o->trace, trace_orch_lane(rt), "orchestrate", RT_TRACE_NONE, orch_from,
+                rt_now_ns());
   if (!rt_failed(rt) && (rc != 0 || o->depth != 0 || o->overflow != 0)) {
     if (rc != 0)
       orch_message(o, "The orchestration of program '%s' returned %d without reporting an error; "

@@ -168,6 +168,10 @@ struct pto_orch {
   rt_tm_entry_t **buckets;
   uint32_t bucket_bits;
   pto_error_t err;         /* an error being built */
+  /* The run's DFX record (trace.h), NULL when none was asked for; and the
+   * ring's use the last reservation saw, which the record takes. */
+  struct rt_trace *trace;
+  uint64_t rec_tasks, rec_heap, rec_deps;
 };
 
 /* Device memory the arena holds: two grow-only regions. */
@@ -236,6 +240,8 @@ struct rt_runtime {
   rt_park_t done_park;  /* rt_run waiting for the end of the run */
   rt_park_t idle_park;  /* schedulers not taking part in this run */
   _Atomic bool stop;
+  /* The run's DFX record for the workers; NULL when not recording. */
+  _Atomic(struct rt_trace *) trace;
 
   /* The current run: written by rt_run before run_gen is bumped. */
   _Atomic uint64_t run_gen;

@@ -16,6 +16,7 @@
 #include "programs.h"
 #include "rt_internal.h"
 #include "scheduler.h"
+#include "trace_rec.h"
 
 uint64_t rt_now_ns(void) {
   struct timespec ts;
@@ -294,6 +295,7 @@ static void rt_wait_done(rt_runtime_t *rt, uint64_t gen) {
 int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, uint32_t nargs,
            const rt_run_config_t *cfg, rt_run_stats_t *ret_stats, pto_error_t *err) {
   uint32_t active = rt->nsched;
+  rt_trace_t *tr = cfg ? cfg->trace : NULL;
   uint64_t t0, gen;
   int code;
 
@@ -334,6 +336,10 @@ int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, u
   }
 
   t0 = rt_now_ns();
+  if (tr && trace_begin(tr, rt, t0) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "Out of host memory for the run's DFX record.");
+  rt->orch.trace = tr;
+  atomic_store_explicit(&rt->trace, tr, memory_order_relaxed);
   gen = atomic_fetch_add_explicit(&rt->run_gen, 1, memory_order_release) + 1;
   {
     uint64_t slice = rt->run_timeout_ns / 4, old;
@@ -356,6 +362,11 @@ int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, u
   pthread_mutex_lock(&rt->wd_lock);
   rt->wd_gen = 0;
   pthread_mutex_unlock(&rt->wd_lock);
+  if (tr) {
+    trace_end(tr, rt_now_ns());
+    rt->orch.trace = NULL;
+    atomic_store_explicit(&rt->trace, NULL, memory_order_relaxed);
+  }
 
   if (ret_stats) {
     memset(ret_stats, 0, sizeof *ret_stats);

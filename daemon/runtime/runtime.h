@@ -138,8 +138,11 @@ void rt_cache_stats(const rt_runtime_t *rt, rt_cache_stats_t *ret);
 
 /* ---- runs ------------------------------------------------------------- */
 
+struct rt_trace;
+
 typedef struct rt_run_config {
   uint32_t aicpu_thread_num;    /* 0: the runtime's; else 2..rt_options.aicpu_thread_num */
+  struct rt_trace *trace;       /* NULL, or a record to fill (trace.h); not owned */
   uint32_t deadlock_timeout_ms; /* 0: rt_options' */
   uint32_t run_timeout_ms;      /* 0: rt_options' (a reload changes these per run) */
 } rt_run_config_t;

@@ -5,6 +5,7 @@
 
 #include "park.h"
 #include "queue.h"
+#include "trace_rec.h"
 
 void sched_make_ready(rt_runtime_t *rt, rt_task_t *t) {
   rt_queue_push(&rt->ready, t);
@@ -82,6 +83,8 @@ static void sched_complete(rt_runtime_t *rt, rt_task_t *t, sc_mode_t mode, rt_ta
     rt_edge_t *next = e->next;
     rt_task_t *c = e->consumer;
     if (atomic_fetch_sub_explicit(&c->fanin, 1, memory_order_acq_rel) == 1) {
+      rt_trace_t *tr = trace_of(rt);
+      if (tr) trace_ready(tr, rt, c, rt_now_ns());
       if (mode == SC_KEEP && !*ret_next) {
         *ret_next = c;
       } else {
@@ -131,6 +134,9 @@ static void worker_run_kernel(rt_worker_t *w, rt_task_t *t);
 static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
   rt_runtime_t *rt = w->rt;
   if (!w->core) {
+    rt_trace_t *tr = trace_of(rt);
+    /* Before the completion: it may end the run, and the record with it. */
+    if (tr) trace_handoff(tr, rt, t, trace_sched_lane(rt, w->index), rt_now_ns());
     sched_complete(rt, t, SC_QUEUE, NULL);
     atomic_store_explicit(&w->completed,
                           atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
@@ -166,9 +172,12 @@ static void worker_run_kernel(rt_worker_t *w, rt_task_t *t) {
       rt_park_avail(&rt->core_park, -1);
       if (rt_queue_nonempty(&rt->ready)) rt_park_notify(&rt->core_park);
     }
+    rt_trace_t *tr;
     t0 = rt_now_ns();
     t->kernel(&ring->payloads[t->id & ring->mask].args);
     w->last_kernel_ns = rt_now_ns() - t0;
+    tr = trace_of(rt);
+    if (tr) trace_ran(tr, rt, t, w->index, t0, t0 + w->last_kernel_ns);
     sched_note_kernel(rt, t->kernel, w->last_kernel_ns);
     if (long_kernel) rt_park_avail(&rt->core_park, +1);
   }
@@ -180,9 +189,13 @@ static void worker_run_kernel(rt_worker_t *w, rt_task_t *t) {
 void sched_run_inline(rt_runtime_t *rt, rt_worker_t *h, rt_task_t *t) {
   if (!rt_failed(rt)) {
     rt_ring_t *ring = &rt->rings[t->ring];
-    uint64_t t0 = rt_now_ns();
+    uint64_t t0 = rt_now_ns(), t1;
+    rt_trace_t *tr;
     t->kernel(&ring->payloads[t->id & ring->mask].args);
-    sched_note_kernel(rt, t->kernel, rt_now_ns() - t0);
+    t1 = rt_now_ns();
+    tr = trace_of(rt);
+    if (tr) trace_ran(tr, rt, t, h->index, t0, t1);
+    sched_note_kernel(rt, t->kernel, t1 - t0);
   }
   atomic_store_explicit(&h->completed,
                         atomic_load_explicit(&h->completed, memory_order_relaxed) + 1,
@@ -204,9 +217,13 @@ bool sched_help(rt_runtime_t *rt, rt_worker_t *h, bool short_only) {
       rt_task_t *next = NULL;
       if (!rt_failed(rt)) {
         rt_ring_t *ring = &rt->rings[t->ring];
-        uint64_t t0 = rt_now_ns();
+        uint64_t t0 = rt_now_ns(), t1;
+        rt_trace_t *tr;
         t->kernel(&ring->payloads[t->id & ring->mask].args);
-        sched_note_kernel(rt, t->kernel, rt_now_ns() - t0);
+        t1 = rt_now_ns();
+        tr = trace_of(rt);
+        if (tr) trace_ran(tr, rt, t, h->index, t0, t1);
+        sched_note_kernel(rt, t->kernel, t1 - t0);
       }
       atomic_store_explicit(&h->completed,
                             atomic_load_explicit(&h->completed, memory_order_relaxed) + 1,

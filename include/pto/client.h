@@ -390,6 +390,17 @@ typedef struct pto_programs {
   uint32_t count;
 } pto_programs_t;
 
+/* A dispatch's DFX artefacts (docs/protocol.md "dfx"), when its config
+ * set enable_swimlane, enable_scope_stats or enable_dep_gen: each ptr is
+ * NULL unless asked for; `refused` (NULL otherwise) says why the daemon
+ * sent none (too large for its output budget, or too many tasks). */
+typedef struct pto_dfx {
+  pto_bytes_t swimlane;    /* Chrome trace-event JSON (Perfetto, chrome://tracing) */
+  pto_bytes_t scope_stats; /* JSON lines: the sizing, then one line per scope */
+  pto_bytes_t dep_graph;   /* Graphviz DOT */
+  const char *refused;
+} pto_dfx_t;
+
 typedef struct pto_dispatch_result {
   const pto_bytes_t *outputs; /* one per argument: bytes of INOUT/OUTPUT args, else ptr NULL */
   uint32_t noutputs;
@@ -404,6 +415,7 @@ typedef struct pto_dispatch_result {
     uint64_t queue, arena, run, total;
   } timing_us;
   uint64_t tasks;
+  pto_dfx_t dfx; /* all NULL when no DFX flag was set */
 } pto_dispatch_result_t;
 
 typedef struct pto_buffer_info {
@@ -421,11 +433,29 @@ typedef struct pto_byte_count {
   uint64_t bytes;
 } pto_byte_count_t;
 
+typedef struct pto_advise_program {
+  const char *program;
+  uint64_t dispatches;
+  pto_sizing_t observed, recommended;
+} pto_advise_program_t;
+
 typedef struct pto_advise {
   pto_sizing_t observed;    /* the peaks seen, per field and ring */
-  pto_sizing_t recommended; /* the smallest valid sizing that fits them */
-  const char *config;       /* the config-file lines that set it */
+  pto_sizing_t recommended; /* the smallest valid sizing at or above them */
+  const char *config;       /* the [ring] and [prewarm] config-file lines that set it */
+  const pto_advise_program_t *programs; /* the same per program */
+  uint32_t nprograms;
+  const pto_sizing_t *sizings; /* the distinct sizings dispatches ran with */
+  uint32_t nsizings;
+  const char *const *warnings; /* sentences: several sizings, a missed prewarm */
+  uint32_t nwarnings;
 } pto_advise_t;
+
+/* The DFX artefacts of the last dispatch on this connection that failed
+ * with some (a HEAP_RING_DEADLOCK traced with enable_swimlane, ...), or
+ * NULL: a failed call fills only its pto_error_t.  Valid until the next
+ * such failure on the connection or pto_client_close. */
+const pto_dfx_t *pto_client_error_dfx(const pto_client_t *client);
 
 /* Free any result returned by this library (NULL is fine).  Passing
  * anything else is undefined. */

@@ -226,17 +226,17 @@ class Arena(harness.DaemonTest):
             self.assertEqual(a["observed"]["heap"][0], 2048)
             self.assertEqual(a["observed"]["task_window"][2], 5)
             rec = a["recommended"]
-            self.assertEqual(rec["ring_heap"][0], 4096)
+            # At or above the peak: an exact power of 2 stays; a window holds W - 1 tasks.
+            self.assertEqual(rec["ring_heap"][0], 2048)
             self.assertEqual(rec["ring_task_window"][2], 8)
             lines = a["config"].splitlines()
             self.assertEqual(lines[0], "[ring]")
-            self.assertIn("heap = 4K,1K,1K,1K", lines)
+            self.assertIn("heap = 2K,1K,1K,1K", lines)
             # The recommendation, used as the next dispatches' config, passes.
             r = c.call("dispatch", {"program": "attention_prefill", "args": args, "config": rec})
             self.assertEqual(r["sizing"]["ring_heap"], rec["ring_heap"])
             c.call("dispatch", noop(tasks=5, depth=2, config=rec))
-            # Below the observed peak it does not (advise keeps a margin: a
-            # heap exactly the peak fits only when nothing wraps).
+            # Below the observed peak it does not.
             tight = dict(rec, ring_heap=[a["observed"]["heap"][0] // 2] + rec["ring_heap"][1:])
             err = c.call_err("dispatch", {"program": "attention_prefill", "args": args, "config": tight})
             self.assertError(err, "HEAP_RING_DEADLOCK")

@@ -93,13 +93,13 @@ class Methods(harness.DaemonTest):
     def test_metrics_is_prometheus_text_and_counters_move(self):
         samples, types = parse_prometheus(self.c.call("metrics"))
         self.assertEqual(types["ptod_dispatches_total"], "counter")
-        self.assertEqual(types["ptod_dispatch_duration_seconds"], "histogram")
+        self.assertEqual(types["ptod_dispatch_request_duration_seconds"], "histogram")
         self.assertEqual(metric(samples, "ptod_state", state="ready"), 1)
         ok = metric(samples, "ptod_dispatches_total", outcome="ok")
         failed = metric(samples, "ptod_dispatches_total", outcome="failed")
         not_found = metric(samples, "ptod_errors_total", name="NOT_FOUND")
         hits = metric(samples, "ptod_arena_hits_total")
-        count = metric(samples, "ptod_dispatch_duration_seconds_count")
+        count = metric(samples, "ptod_dispatch_request_duration_seconds_count")
         requests = metric(samples, "ptod_requests_total")
 
         self.c.call("dispatch", noop())
@@ -112,21 +112,23 @@ class Methods(harness.DaemonTest):
         self.assertEqual(metric(samples, "ptod_errors_total", name="NOT_FOUND"), not_found + 1)
         # Both dispatches reached the arena (the second failed in its orchestration).
         self.assertEqual(metric(samples, "ptod_arena_hits_total"), hits + 2)
-        self.assertEqual(metric(samples, "ptod_dispatch_duration_seconds_count"), count + 2)
+        self.assertEqual(metric(samples, "ptod_dispatch_request_duration_seconds_count"), count + 2)
         self.assertEqual(metric(samples, "ptod_requests_total"), requests + 4)
         # The histogram is cumulative and ends at +Inf with the count.
         buckets = sorted(((float(dict(k[1])["le"]), v) for k, v in samples.items()
-                          if k[0] == "ptod_dispatch_duration_seconds_bucket"))
+                          if k[0] == "ptod_dispatch_request_duration_seconds_bucket"))
         self.assertEqual(buckets[-1], (float("inf"), count + 2))
         self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
         self.assertEqual(metric(samples, "ptod_memory_limit_bytes"), 1 << 30)
 
     def test_advise_shape(self):
         r = self.c.call("advise")
-        self.assertEqual(set(r), {"observed", "recommended", "config"})
+        self.assertEqual(set(r), {"observed", "recommended", "config", "programs", "sizings",
+                                  "warnings"})
         self.assertEqual(set(r["observed"]), {"task_window", "heap", "dep_pool"})
         self.assertEqual(set(r["recommended"]), SIZING_KEYS)
         self.assertTrue(r["config"].startswith("[ring]\n"), r["config"])
+        self.assertIn("\n[prewarm]\n", r["config"])
 
     def test_prewarm_method(self):
         r = self.c.call("prewarm", {"config": {"ring_heap": [0, 2048, 0, 0]}})
@@ -184,16 +186,13 @@ class Methods(harness.DaemonTest):
         # The daemon is none the worse.
         self.assertEqual(unf32(self.c.call("dispatch", vector_add([1], [2]))["outputs"][2]), [3])
 
-    def test_dispatch_diagnostics_not_supported(self):
-        err = self.c.call_err("dispatch", noop(config={"enable_swimlane": 1}))
-        self.assertError(err, "INVALID_CONFIG", contains=["enable_swimlane = 1", "'sim'"])
-        self.assertEqual(err.get("key"), "enable_swimlane")
-        err = self.c.call_err("dispatch", noop(config={"enable_dep_gen": True}))
-        self.assertError(err, "INVALID_CONFIG", contains=["enable_dep_gen"])
-        self.assertEqual(err.get("key"), "enable_dep_gen")
-        err = self.c.call_err("dispatch", noop(config={"enable_scope_stats": True}))
-        self.assertError(err, "INVALID_CONFIG", contains=["diagnostics_dir"])
-        self.assertEqual(err.get("key"), "enable_scope_stats")
+    def test_dispatch_diagnostics_come_back_in_the_result(self):
+        # No diagnostics_dir needed: each flag gives its artefact (test_dfx checks them).
+        for key, value, artefact in (("enable_swimlane", 1, "swimlane"),
+                                     ("enable_dep_gen", True, "dep_graph"),
+                                     ("enable_scope_stats", True, "scope_stats")):
+            r = self.c.call("dispatch", noop(config={key: value}))
+            self.assertEqual(list(r["dfx"]), [artefact])
         # The "off" values are accepted.
         self.c.call("dispatch", noop(config={"enable_swimlane": 0, "enable_dep_gen": False,
                                              "enable_scope_stats": False}))

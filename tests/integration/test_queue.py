@@ -121,9 +121,9 @@ class Queue(harness.DaemonTest):
         self.assertEqual(len(files), 1, files)
         with open(os.path.join(diag, files[0])) as f:
             lines = f.read().splitlines()
-        self.assertEqual(len(lines), 5)
+        self.assertEqual(len(lines), 3)
         self.assertIn('"program": "noop"', lines[0])
-        self.assertIn('"ring": 1, "tasks": 3', lines[2])
+        self.assertIn('"ring": 1, "parent": 0, "tasks": 3', lines[2])
 
 
 if __name__ == "__main__":

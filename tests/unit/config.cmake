@@ -3,7 +3,8 @@
 # directory is absolute here (an install configured with an absolute
 # PTOD_INSTALL_PROGRAMSDIR); test_config_relocate builds it relative, as the
 # daemon is.
-add_library(ptod_config_test STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c)
+add_library(ptod_config_test STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c
+  ${PROJECT_SOURCE_DIR}/daemon/listen_addr.c)
 target_compile_definitions(ptod_config_test PUBLIC PTOD_DEFAULT_PROGRAMS_DIR="${PTOD_BUILD_PROGRAMS_DIR}")
 target_include_directories(ptod_config_test PUBLIC ${PROJECT_SOURCE_DIR}/daemon)
 target_link_libraries(ptod_config_test PUBLIC ptoproto PkgConfig::INIH)
@@ -19,7 +20,8 @@ set_tests_properties(test_check_config PROPERTIES LABELS unit TIMEOUT 60)
 # The default programs directory relative to the executable (/proc/self/exe):
 # from tests/unit/ of the build tree, ../../programs is the build's programs.
 file(RELATIVE_PATH PTOD_TEST_RELATIVE_PROGRAMS ${CMAKE_CURRENT_BINARY_DIR} ${PTOD_BUILD_PROGRAMS_DIR})
-add_library(ptod_config_reloc STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c)
+add_library(ptod_config_reloc STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c
+  ${PROJECT_SOURCE_DIR}/daemon/listen_addr.c)
 target_compile_definitions(ptod_config_reloc PUBLIC
   PTOD_DEFAULT_PROGRAMS_DIR="${PTOD_TEST_RELATIVE_PROGRAMS}")
 target_include_directories(ptod_config_reloc PUBLIC ${PROJECT_SOURCE_DIR}/daemon)

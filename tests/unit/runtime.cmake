@@ -11,6 +11,11 @@ pto_test(test_runtime_errors
   LIBS ptoruntime
   LABELS runtime)
 
+pto_test(test_runtime_trace
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runtime_trace.c
+  LIBS ptoruntime
+  LABELS runtime)
+
 pto_test(test_runtime_arena
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runtime_arena.c
   LIBS ptoruntime

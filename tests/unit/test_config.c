@@ -107,7 +107,7 @@ START_TEST(restart_keys) {
   static const char *const restart[] = {
       "daemon.socket",   "daemon.socket_mode", "daemon.socket_group", "device.id",
       "device.platform", "device.memory",      "device.cores",        "device.aicpu_thread_num",
-      "device.programs"};
+      "device.programs", "metrics.listen",   "metrics.textfile",   "metrics.textfile_interval"};
   size_t n;
   const cfg_key_t *keys = cfg_key_table(&n);
   for (size_t i = 0; i < n; i++) {
@@ -535,14 +535,14 @@ END_TEST
 
 START_TEST(unknown_sections_and_keys) {
   expect_error("# x\n[foo]\n", 2,
-               "unknown section [foo]; the sections are [daemon], [device], [ring] and "
-               "[prewarm].");
+               "unknown section [foo]; the sections are [daemon], [device], [metrics], "
+               "[ring] and [prewarm].");
   expect_error("[daemon]\nmax_clients = 5\n[Device]\nid = 1\n", 3,
-               "unknown section [Device]; the sections are [daemon], [device], [ring] and "
-               "[prewarm].");
+               "unknown section [Device]; the sections are [daemon], [device], [metrics], "
+               "[ring] and [prewarm].");
   expect_error("[ring.0]\nheap = 1G\n", 1,
-               "unknown section [ring.0]; the sections are [daemon], [device], [ring] and "
-               "[prewarm].");
+               "unknown section [ring.0]; the sections are [daemon], [device], [metrics], "
+               "[ring] and [prewarm].");
   expect_error("[daemon]\nsockett = /x\n", 2,
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
@@ -557,7 +557,7 @@ START_TEST(unknown_sections_and_keys) {
                "heap, dep_pool.");
   expect_error("max_clients = 5\n", 1,
                "max_clients = 5: a key outside any section; put it under [daemon], [device], "
-               "[ring] or [prewarm].");
+               "[metrics], [ring] or [prewarm].");
 }
 END_TEST
 
@@ -832,6 +832,9 @@ static const char *const other_value[][3] = {
     {"device", "programs", "/tmp"},
     {"device", "run_timeout", "1s"},
     {"device", "deadlock_timeout", "1s"},
+    {"metrics", "listen", "127.0.0.1:9464"},
+    {"metrics", "textfile", "/var/lib/node_exporter/ptod.prom"},
+    {"metrics", "textfile_interval", "60s"},
     {"ring", "task_window", "4"},
     {"ring", "heap", "1K"},
     {"ring", "dep_pool", "4"},

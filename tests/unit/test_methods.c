@@ -837,15 +837,35 @@ START_TEST(advise_result) {
   set_sizing(&r.advise.observed, 3, 2048, 9);
   set_sizing(&r.advise.recommended, 4, 2048, 9);
   r.advise.config = "[ring]\ntask_window = 4\nheap = 2K\ndep_pool = 9\n";
+  {
+    static const char *const warnings[] = {"Dispatches ran with 2 different ring sizings."};
+    static proto_advise_program_t prog;
+    prog.program = "noop";
+    prog.dispatches = 7;
+    set_sizing(&prog.observed, 3, 2048, 9);
+    set_sizing(&prog.recommended, 4, 2048, 9);
+    r.advise.programs = &prog;
+    r.advise.nprograms = 1;
+    r.advise.warnings = warnings;
+    r.advise.nwarnings = 1;
+  }
   results_round_trip(
       PROTO_M_ADVISE, &r,
       "{\"observed\": {\"task_window\": [3, 3, 3, 3], \"heap\": [2048, 2048, 2048, 2048], "
       "\"dep_pool\": [9, 9, 9, 9]}, \"recommended\": {\"ring_task_window\": [4, 4, 4, 4], "
       "\"ring_heap\": [2048, 2048, 2048, 2048], \"ring_dep_pool\": [9, 9, 9, 9]}, \"config\": "
-      "\"[ring]\\ntask_window = 4\\nheap = 2K\\ndep_pool = 9\\n\"}",
+      "\"[ring]\\ntask_window = 4\\nheap = 2K\\ndep_pool = 9\\n\", \"programs\": "
+      "[{\"program\": \"noop\", \"dispatches\": 7, \"observed\": {\"task_window\": [3, 3, 3, "
+      "3], \"heap\": [2048, 2048, 2048, 2048], \"dep_pool\": [9, 9, 9, 9]}, \"recommended\": "
+      "{\"ring_task_window\": [4, 4, 4, 4], \"ring_heap\": [2048, 2048, 2048, 2048], "
+      "\"ring_dep_pool\": [9, 9, 9, 9]}}], \"sizings\": [], \"warnings\": [\"Dispatches ran "
+      "with 2 different ring sizings.\"]}",
       &back);
   ck_assert_uint_eq(back.advise.recommended.value[TW][0], 4);
   ck_assert_str_eq(back.advise.config, r.advise.config);
+  ck_assert_uint_eq(back.advise.nprograms, 1);
+  ck_assert_str_eq(back.advise.programs[0].program, "noop");
+  ck_assert_uint_eq(back.advise.nwarnings, 1);
 }
 END_TEST
 

@@ -61,7 +61,6 @@ static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
     d->cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 1024;
   }
   prewarm_record_init(&d->prewarm);
-  pthread_mutex_init(&d->lock, NULL);
   d->started_ns = dsp_now_ns();
   ck_assert_int_eq(ptod_open_device(d, &err), 0);
   uv_loop_init(&loop);
@@ -87,7 +86,6 @@ static void teardown(void) {
   uv_run(&loop, UV_RUN_DEFAULT);
   ck_assert_int_eq(uv_loop_close(&loop), 0);
   ptod_close_device(d);
-  pthread_mutex_destroy(&d->lock);
   prewarm_record_destroy(&d->prewarm);
   free(d);
   unlink(path);

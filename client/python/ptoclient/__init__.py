@@ -21,6 +21,7 @@ from .errors import (
     NotFound, OutOfMemory, PermissionDenied, ProtocolError, PtoError, RuntimeFailure,
     SchedulerTimeout, ScopeDeadlock, ShuttingDown, TensormapOverflow, UnknownMethod,
     UnknownProgram, error_from_wire)
+from .dfx import DfxRefused, save_dfx
 from .multi import MultiResult, dispatch_many
 from .where import check_where, run
 
@@ -33,7 +34,7 @@ __all__ = [
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
     "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
-    "sizing_env_note", "check_where", "run",
+    "sizing_env_note", "check_where", "run", "save_dfx", "DfxRefused",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
     "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",

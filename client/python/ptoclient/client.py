@@ -585,9 +585,10 @@ class Client:
                  timeout: Optional[float] = None) -> Dict[str, Any]:
         """Run `program` once; returns the result map (outputs as bytes, one
         entry per argument; arena, sizing with source, peaks, timing_us,
-        tasks).  config: a RunConfig, a dict (see RunConfig.from_dict),
-        PyPTO's RunConfig (see RunConfig.from_pypto) or None; its platform
-        and device_id are checked against the daemon first (where.check_where).
+        tasks; dfx when the config set a DFX flag, see ptoclient.dfx).
+        config: a RunConfig, a dict (see RunConfig.from_dict), PyPTO's
+        RunConfig (see RunConfig.from_pypto) or None; its platform and
+        device_id are checked against the daemon first (where.check_where).
         deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
         not started by then."""
         params = self.dispatch_params(program, args, config, deadline_ms)

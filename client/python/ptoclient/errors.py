@@ -52,8 +52,10 @@ class PtoError(Exception):
     Attributes: ``code`` (int, or None for a client-side error), ``name``
     (``"HEAP_RING_DEADLOCK"``), ``message`` (the daemon's sentence),
     ``detail`` (dict of every other key of the error map), ``ring``,
-    ``requested``, ``capacity``, ``hint``, ``key`` (from detail, or None) and
-    ``device`` (which daemon answered, when `dispatch_many` knows it).
+    ``requested``, ``capacity``, ``hint``, ``key`` (from detail, or None),
+    ``dfx`` (a failed dispatch's DFX artefacts when its config asked for
+    them, see ptoclient.dfx; else None) and ``device`` (which daemon
+    answered, when `dispatch_many` knows it).
     """
 
     def __init__(self, message, *, code=None, name=None, detail=None):
@@ -64,6 +66,7 @@ class PtoError(Exception):
         self.detail = dict(detail or {})
         for attr in _DETAIL_ATTRS:
             setattr(self, attr, self.detail.get(attr))
+        self.dfx = self.detail.get("dfx")
         self.device = None
 
     def __str__(self):

@@ -5,12 +5,15 @@ tests/integration/harness.py's Daemon on a temporary socket with small rings
 ctest runs this with PTOD_BINARY_DIR set to the build tree (label
 "integration")."""
 
+import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -21,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 import harness  # noqa: E402
 from ptoclient import (Buffer, Client, Data, Out, RunConfig, dispatch_many, f32,  # noqa: E402
-                       from_f32)
+                       from_f32, save_dfx)
 from ptoclient.errors import (AlreadyExists, ConnectionLost, HeapRingDeadlock,  # noqa: E402
                               InvalidArgs, InvalidConfig, InvalidRequest, MessageTooLarge,
                               NotFound, PermissionDenied, UnknownProgram)
@@ -170,23 +173,44 @@ class Sizing(DaemonCase):
         self.assertEqual(r["sizing"]["source"]["ring_task_window"], ["env", "env", "env",
                                                                      "request"])
 
+    def prefill(self, S=32, H=2, D=4):
+        """A client of a fresh daemon holding the KV cache, and prefill args."""
+        c = self.client(self.daemon())
+        n = S * H * D
+        c.buffer_alloc("kv", 2 * n * 4)
+        return c, [Data(f32(rand_f32(n, 1))), Data(f32(rand_f32(n, 2))),
+                   Data(f32(rand_f32(n, 3))), Buffer("kv"), Out(n * 4), S, H, D]
+
     def test_heap_deadlock_fixed_by_per_dispatch_heap(self):
         # the seed's case: a prefill whose intermediates outgrow ring 0's heap
         # fails with HEAP_RING_DEADLOCK, and a bigger ring_heap for that one
         # dispatch (list form, ring 0 only) fixes it.
-        d = self.daemon()
-        c = self.client(d)
-        S, H, D = 32, 2, 4
-        n = S * H * D
-        args = [Data(f32(rand_f32(n, 1))), Data(f32(rand_f32(n, 2))), Data(f32(rand_f32(n, 3))),
-                Buffer("kv"), Out(n * 4), S, H, D]
-        c.buffer_alloc("kv", 2 * S * H * D * 4)
+        c, args = self.prefill()
         with self.assertRaises(HeapRingDeadlock) as cm:
             c.dispatch("attention_prefill", args, config=RunConfig(ring_heap=[4096, 0, 0, 0]))
         self.assertEqual(cm.exception.ring, 0)
         r = c.dispatch("attention_prefill", args, config=RunConfig(ring_heap=[16384, 0, 0, 0]))
         self.assertEqual(r["sizing"]["ring_heap"][0], 16384)
         self.assertEqual(r["sizing"]["source"]["ring_heap"][0], "request")
+
+    def test_dfx_in_the_result_and_in_the_error(self):
+        c, args = self.prefill()
+        traced = dict(enable_swimlane=2, enable_scope_stats=True, enable_dep_gen=True)
+        with self.assertRaises(HeapRingDeadlock) as cm:
+            c.dispatch("attention_prefill", args, config=RunConfig(ring_heap=[4096, 0, 0, 0],
+                                                                   **traced))
+        trace = json.loads(cm.exception.dfx["swimlane"])
+        self.assertEqual(trace["otherData"]["error"], "HEAP_RING_DEADLOCK")
+        r = c.dispatch("attention_prefill", args, config=RunConfig(**traced))
+        out = tempfile.mkdtemp(prefix="ptoclient-dfx-")
+        self.addCleanup(shutil.rmtree, out, True)
+        paths = save_dfx(r["dfx"], out)
+        self.assertEqual([os.path.basename(p) for p in paths],
+                         ["swimlane.json", "scope_stats.jsonl", "dep_graph.dot"])
+        with open(paths[1]) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(max(s["peak_heap"] for s in lines[1:]), r["peaks"]["heap"][0])
+        self.assertEqual(r["peaks"]["heap"][0], 8192)  # H score tensors of S*S*4 bytes
 
     def test_daemon_gives_the_same_messages_as_runconfig(self):
         d = self.daemon()

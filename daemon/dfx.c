@@ -1,0 +1,232 @@
+/* dfx.c — what a dispatch's DFX flags produce: see dfx.h. */
+#include "dfx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dfx_render.h"
+#include "log.h"
+
+bool dfx_wanted(const proto_config_t *c) {
+  return c->enable_swimlane > 0 || c->enable_scope_stats == 1 || c->enable_dep_gen == 1;
+}
+
+int dfx_trace_new(const proto_config_t *c, rt_trace_t **ret) {
+  *ret = NULL;
+  if (!dfx_wanted(c)) return 0;
+  return rt_trace_create(c->enable_swimlane > 0 ? (uint32_t)c->enable_swimlane : 0,
+                         DFX_MAX_TASKS, ret);
+}
+
+/* Line 1 the sizing, then one line per scope: its tasks and the most of
+ * each resource its ring had in use at any of its submits.  Those are the
+ * moments the run's peaks are taken, so the per-ring maxima over these
+ * lines are the dispatch's peaks. */
+static void render_scope_stats(tb_t *t, const rt_trace_t *tr, const char *program) {
+  uint64_t (*peak)[3] = calloc(tr->nscopes ? tr->nscopes : 1, sizeof *peak);
+  if (!peak) {
+    t->failed = true;
+    return;
+  }
+  for (uint32_t i = 0; i < tr->ntasks; i++) {
+    const rt_trace_task_t *k = &tr->tasks[i];
+    uint64_t *p;
+    if (k->scope == RT_TRACE_NONE || k->scope >= tr->nscopes) continue;
+    p = peak[k->scope];
+    if (k->ring_tasks > p[0]) p[0] = k->ring_tasks;
+    if (k->ring_heap > p[1]) p[1] = k->ring_heap;
+    if (k->ring_deps > p[2]) p[2] = k->ring_deps;
+  }
+  tb_put(t, "{\"program\": ");
+  tb_json_str(t, program);
+  tb_put(t, ", \"sizing\": ");
+  dfx_put_sizing(t, &tr->sizing);
+  if (tr->failure.set)
+    tb_put(t, ", \"error\": \"%s\", \"error_ring\": %u, \"error_scope\": %d",
+           pto_error_name(tr->failure.code), tr->failure.ring,
+           tr->failure.scope == RT_TRACE_NONE ? -1 : (int)tr->failure.scope);
+  tb_put(t, "}\n");
+  for (uint32_t i = 0; i < tr->nscopes; i++) {
+    const rt_trace_scope_t *s = &tr->scopes[i];
+    tb_put(t, "{\"scope\": %u, \"depth\": %u, \"ring\": %u, \"parent\": ", i, s->depth, s->ring);
+    if (s->parent == RT_TRACE_NONE)
+      tb_put(t, "null");
+    else
+      tb_put(t, "%u", s->parent);
+    tb_put(t, ", \"tasks\": %" PRIu64 ", \"peak_task_window\": %" PRIu64 ", \"peak_heap\": %" PRIu64
+              ", \"peak_dep_pool\": %" PRIu64 "}\n",
+           s->tasks, peak[i][0], peak[i][1], peak[i][2]);
+  }
+  free(peak);
+}
+
+/* One node per task (in a cluster per scope), one edge per dependency:
+ * producer -> consumer. */
+static void render_dep_graph(tb_t *t, const rt_trace_t *tr, const char *program,
+                             dfx_names_t *names) {
+  tb_put(t, "digraph ");
+  tb_json_str(t, program);
+  tb_put(t, " {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
+  for (uint32_t s = 0; s <= tr->nscopes; s++) {
+    uint32_t scope = s < tr->nscopes ? s : RT_TRACE_NONE;
+    bool open = false;
+    for (uint32_t i = 0; i < tr->ntasks; i++) {
+      const rt_trace_task_t *k = &tr->tasks[i];
+      char label[160];
+      if (k->scope != scope) continue;
+      if (!open && scope != RT_TRACE_NONE) {
+        tb_put(t, "  subgraph cluster_scope%u {\n    label=\"scope %u (depth %u, ring %u)\";\n",
+               scope, scope, tr->scopes[scope].depth, tr->scopes[scope].ring);
+        open = true;
+      }
+      snprintf(label, sizeof label, "t%u %s\\nring %u, %" PRIu64 " heap bytes", i,
+               dfx_kernel_name(names, k->kernel), k->ring, k->heap_bytes);
+      tb_put(t, "    t%u [label=\"%s\"];\n", i, label);
+    }
+    if (open) tb_put(t, "  }\n");
+  }
+  for (uint32_t i = 0; i < tr->ntasks; i++) {
+    const rt_trace_task_t *k = &tr->tasks[i];
+    for (uint32_t d = 0; d < k->ndeps; d++) tb_put(t, "  t%u -> t%u;\n", tr->deps[k->dep_begin + d], i);
+  }
+  tb_put(t, "}\n");
+}
+
+static int take(tb_t *t, dfx_artefacts_t *ret, int which) {
+  ret->text[which] = tb_take(t, &ret->len[which]);
+  return ret->text[which] ? 0 : -ENOMEM;
+}
+
+int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *program,
+               uint32_t device, dfx_artefacts_t *ret) {
+  dfx_names_t names;
+  tb_t t;
+  int rc = 0;
+
+  memset(ret, 0, sizeof *ret);
+  names.n = 0;
+  if (!tr->t0_ns) return 0; /* rt_run refused before recording anything */
+  if (rt_trace_incomplete(tr)) {
+    snprintf(ret->refused, sizeof ret->refused,
+             "The run submitted %" PRIu64 " tasks; a traced dispatch records at most %u "
+             "(DFX_MAX_TASKS), so no artefact is returned rather than an incomplete one; trace "
+             "a smaller run of the program.",
+             (uint64_t)tr->ntasks + tr->tasks_dropped, tr->max_tasks);
+    return 0;
+  }
+  if (c->enable_swimlane > 0) {
+    tb_init(&t);
+    dfx_render_swimlane(&t, tr, (uint32_t)c->enable_swimlane, program, device, &names);
+    rc = rc ? rc : take(&t, ret, DFX_SWIMLANE);
+  }
+  if (c->enable_scope_stats == 1) {
+    tb_init(&t);
+    render_scope_stats(&t, tr, program);
+    rc = rc ? rc : take(&t, ret, DFX_SCOPE_STATS);
+  }
+  if (c->enable_dep_gen == 1) {
+    tb_init(&t);
+    render_dep_graph(&t, tr, program, &names);
+    rc = rc ? rc : take(&t, ret, DFX_DEP_GRAPH);
+  }
+  if (rc < 0) dfx_artefacts_free(ret);
+  return rc;
+}
+
+static const char *const file_names[3][2] = {
+    {"swimlane", "json"}, {"scope_stats", "jsonl"}, {"dep_graph", "dot"}};
+
+int dfx_write_files(const dfx_artefacts_t *a, const char *dir, uint64_t seq, char *ret_where,
+                    size_t len) {
+  char path[PATH_MAX + 64];
+  int rc = 0;
+  for (int w = 0; w < 3; w++) {
+    size_t off = 0;
+    int fd;
+    if (!a->text[w]) continue;
+    /* The name comes from the daemon alone (its pid, so that a restarted
+     * daemon never reuses one, and the dispatch's number), and the file
+     * must be new: O_EXCL | O_NOFOLLOW refuse a link planted there. */
+    snprintf(path, sizeof path, "%s/%s-%ld-%" PRIu64 ".%s", dir, file_names[w][0], (long)getpid(),
+             seq, file_names[w][1]);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (fd < 0) {
+      rc = rc ? rc : -errno;
+      continue;
+    }
+    while (off < a->len[w]) {
+      ssize_t n = write(fd, a->text[w] + off, a->len[w] - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        rc = rc ? rc : (n < 0 ? -errno : -EIO);
+        break;
+      }
+      off += (size_t)n;
+    }
+    if (close(fd) < 0 && !rc) rc = -errno;
+  }
+  if (ret_where && len) snprintf(ret_where, len, "%s/*-%ld-%" PRIu64 ".*", dir, (long)getpid(), seq);
+  return rc;
+}
+
+void dfx_to_result(dfx_artefacts_t *a, uint64_t outputs_bytes, uint64_t output_limit,
+                   const char *where, proto_dfx_t *ret) {
+  uint64_t total = 0;
+  memset(ret, 0, sizeof *ret);
+  for (int w = 0; w < 3; w++) total += a->len[w];
+  if (!a->refused[0] && total + outputs_bytes > output_limit)
+    snprintf(a->refused, sizeof a->refused,
+             "The DFX artefacts (%" PRIu64 " bytes) and the outputs (%" PRIu64 " bytes) of this "
+             "dispatch exceed the connection's output budget (output_limit = %" PRIu64 " bytes), "
+             "so the artefacts are not in the result%s%s; raise [daemon] output_limit or trace a "
+             "smaller run.",
+             total, outputs_bytes, output_limit, where && where[0] ? "; they were written to " : "",
+             where && where[0] ? where : "");
+  if (a->refused[0]) {
+    ret->refused = a->refused;
+    return;
+  }
+  if (a->text[DFX_SWIMLANE])
+    ret->swimlane = (proto_bytes_t){(const uint8_t *)a->text[DFX_SWIMLANE], a->len[DFX_SWIMLANE]};
+  if (a->text[DFX_SCOPE_STATS])
+    ret->scope_stats =
+        (proto_bytes_t){(const uint8_t *)a->text[DFX_SCOPE_STATS], a->len[DFX_SCOPE_STATS]};
+  if (a->text[DFX_DEP_GRAPH])
+    ret->dep_graph = (proto_bytes_t){(const uint8_t *)a->text[DFX_DEP_GRAPH], a->len[DFX_DEP_GRAPH]};
+}
+
+void dfx_artefacts_free(dfx_artefacts_t *a) {
+  for (int w = 0; w < 3; w++) {
+    free(a->text[w]);
+    a->text[w] = NULL;
+    a->len[w] = 0;
+  }
+}
+
+int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *program,
+                uint32_t device, const char *dir, uint64_t seq, uint64_t outputs_bytes,
+                uint64_t output_limit, dfx_artefacts_t *a, proto_dfx_t *ret) {
+  char where[PATH_MAX + 64] = "";
+  int rc;
+  memset(ret, 0, sizeof *ret);
+  rc = dfx_render(tr, c, program, device, a);
+  if (rc < 0) return rc;
+  if (dir && dir[0] && !a->refused[0]) {
+    rc = dfx_write_files(a, dir, seq, where, sizeof where);
+    if (rc < 0) {
+      log_warning("Failed to write the DFX artefacts of dispatch %" PRIu64 " to '%s': %s, "
+                  "ignoring.", seq, where, strerror(-rc));
+      where[0] = '\0';
+    } else {
+      log_info("Wrote the DFX artefacts of dispatch %" PRIu64 " to '%s'.", seq, where);
+    }
+  }
+  dfx_to_result(a, outputs_bytes, output_limit, where, ret);
+  return 0;
+}

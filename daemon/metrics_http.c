@@ -1,0 +1,225 @@
+/* metrics_http.c — see metrics_http.h. */
+#include "metrics_http.h"
+
+#include "listen_addr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#define MHTTP_WAIT_S 5
+#define MHTTP_MAX_CONNECTIONS 16
+#define MHTTP_IDLE_S 10
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct mhttp {
+  uv_async_t async;
+  struct MHD_Daemon *mhd;
+  int fd;
+  char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  mhttp_render_fn render;
+  void *data;
+
+  pthread_mutex_t lock; /* guards the hand-off below */
+  pthread_cond_t cond;
+  bool want, done, stopping;
+  char *text;
+  size_t len;
+};
+
+static int bind_unix(mhttp_t *h, const char *path, pto_error_t *err) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  struct stat st;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  if (lstat(path, &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return pto_error_set(err, PTO_E_INVALID_CONFIG,
+                           "[metrics] listen = %s: the path exists and is not a socket; remove it "
+                           "or choose another path.",
+                           path);
+    unlink(path); /* a stale socket of an earlier run */
+  }
+  h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (h->fd < 0 || bind(h->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "Failed to bind the metrics socket '%s': %s.", path,
+                         strerror(errno));
+  snprintf(h->unix_path, sizeof h->unix_path, "%s", path);
+  return 0;
+}
+
+static int bind_tcp(mhttp_t *h, const char *listen_on, pto_error_t *err) {
+  char host[256], port[8], why[128];
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
+  int one = 1, rc;
+  if (listen_addr_split(listen_on, host, sizeof host, port, sizeof port, why, sizeof why) < 0)
+    return pto_error_set(err, PTO_E_INVALID_CONFIG, "[metrics] listen = %s: %s", listen_on, why);
+  rc = getaddrinfo(host, port, &hints, &res);
+  if (rc != 0)
+    return pto_error_set(err, PTO_E_INVALID_CONFIG, "[metrics] listen = %s: cannot resolve '%s': %s.",
+                         listen_on, host, gai_strerror(rc));
+  h->fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (h->fd >= 0) setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (h->fd < 0 || bind(h->fd, res->ai_addr, res->ai_addrlen) < 0) {
+    rc = errno;
+    freeaddrinfo(res);
+    return pto_error_set(err, PTO_E_INTERNAL, "Failed to bind the metrics endpoint '%s': %s.",
+                         listen_on, strerror(rc));
+  }
+  freeaddrinfo(res);
+  return 0;
+}
+
+/* Loop thread: render for a scrape that waits. */
+static void on_async(uv_async_t *a) {
+  mhttp_t *h = a->data;
+  pthread_mutex_lock(&h->lock);
+  if (h->want && !h->done) {
+    h->text = h->render(h->data, &h->len);
+    h->done = true;
+    pthread_cond_broadcast(&h->cond);
+  }
+  pthread_mutex_unlock(&h->lock);
+}
+
+/* The server's thread: the text from the loop, or NULL. */
+static char *fetch_text(mhttp_t *h, size_t *ret_len) {
+  struct timespec until;
+  char *text = NULL;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += MHTTP_WAIT_S;
+  pthread_mutex_lock(&h->lock);
+  free(h->text); /* a late answer to an earlier scrape that gave up */
+  h->text = NULL;
+  h->want = true;
+  h->done = false;
+  if (!h->stopping) uv_async_send(&h->async);
+  while (!h->done && !h->stopping)
+    if (pthread_cond_timedwait(&h->cond, &h->lock, &until) == ETIMEDOUT) break;
+  if (h->done) {
+    text = h->text;
+    *ret_len = h->len;
+    h->text = NULL;
+  }
+  h->want = false;
+  pthread_mutex_unlock(&h->lock);
+  return text;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *body) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(body), (void *)(uintptr_t)body, MHD_RESPMEM_PERSISTENT);
+  enum MHD_Result ret;
+  if (!r) return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+  if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  ret = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **state) {
+  mhttp_t *h = cls;
+  struct MHD_Response *r;
+  enum MHD_Result ret;
+  size_t len = 0;
+  char *text;
+  (void)version;
+  (void)upload;
+  if (!*state) { /* the headers; a body, if any, comes in later calls */
+    *state = h;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    *upload_size = 0; /* discarded */
+    return MHD_YES;
+  }
+  if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+    return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD are served.\n");
+  if (strcmp(url, "/metrics") != 0)
+    return reply(c, MHD_HTTP_NOT_FOUND, "ptod serves its metrics at /metrics.\n");
+  text = fetch_text(h, &len);
+  if (!text) return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "The daemon did not answer in time.\n");
+  r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+  if (!r) {
+    free(text);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+  ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static void free_handle(uv_handle_t *handle) {
+  mhttp_t *h = handle->data;
+  free(h->text);
+  pthread_cond_destroy(&h->cond);
+  pthread_mutex_destroy(&h->lock);
+  free(h);
+}
+
+int mhttp_start(uv_loop_t *loop, const char *listen_on, mhttp_render_fn render, void *data,
+                mhttp_t **ret, pto_error_t *err) {
+  mhttp_t *h = calloc(1, sizeof *h);
+  int rc;
+  if (!h) return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
+  h->fd = -1;
+  h->render = render;
+  h->data = data;
+  pthread_mutex_init(&h->lock, NULL);
+  pthread_cond_init(&h->cond, NULL);
+  rc = listen_on[0] == '/' ? bind_unix(h, listen_on, err) : bind_tcp(h, listen_on, err);
+  if (rc == 0 && listen(h->fd, 64) < 0)
+    rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to listen on the metrics endpoint '%s': %s.",
+                       listen_on, strerror(errno));
+  if (rc == 0) {
+    h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL,
+                              on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)h->fd,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHTTP_MAX_CONNECTIONS,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MHTTP_IDLE_S,
+                              MHD_OPTION_END);
+    if (!h->mhd)
+      rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to start the metrics server on '%s'.",
+                         listen_on);
+  }
+  if (rc < 0) {
+    if (h->fd >= 0) close(h->fd);
+    if (h->unix_path[0]) unlink(h->unix_path);
+    pthread_cond_destroy(&h->cond);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+    return rc;
+  }
+  uv_async_init(loop, &h->async, on_async);
+  h->async.data = h;
+  *ret = h;
+  return 0;
+}
+
+void mhttp_stop(mhttp_t *h) {
+  if (!h) return;
+  pthread_mutex_lock(&h->lock);
+  h->stopping = true;
+  pthread_cond_broadcast(&h->cond);
+  pthread_mutex_unlock(&h->lock);
+  /* Quiesced, MHD hands the listening socket back instead of closing it. */
+  (void)MHD_quiesce_daemon(h->mhd);
+  MHD_stop_daemon(h->mhd); /* joins its thread */
+  close(h->fd);
+  if (h->unix_path[0]) unlink(h->unix_path);
+  uv_close((uv_handle_t *)&h->async, free_handle);
+}
