@@ -14,6 +14,10 @@
 
 /* ---- methods served on the loop ----------------------------------------- */
 
+/* What ping says the daemon speaks beyond protocol version 1 (PROTOCOL.md
+ * 1.1): DFX artefacts in dispatch results. */
+static const char *const ptod_features[] = {"dfx"};
+
 static void serve_status(ptod_t *d, proto_status_result_t *s) {
   dsp_stats_t q;
   buf_memory_t m;
@@ -91,6 +95,8 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
     result->ping.version = PTO_VERSION;
     result->ping.device = d->cfg.device.id;
     result->ping.state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
+    result->ping.features = ptod_features;
+    result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]);
     return 1;
   case PROTO_M_STATUS:
     serve_status(d, &result->status);

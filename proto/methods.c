@@ -401,11 +401,16 @@ static const schema_t no_params_schema = {.nfields = 0};
 
 /* --- results ------------------------------------------------------------ */
 
+static const schema_spec_t str_elem = ROW_ELEM(SK_STR, const char *, NULL);
+
 #define T proto_ping_result_t
 static const schema_spec_t ping_rows[] = {
     ROW_K("version", SK_STR, T, version, 0),
     ROW_U("device", T, device, 0, UINT32_MAX, 0),
     ROW_K("state", SK_STR, T, state, 0),
+    /* Optional when decoded: a version-1.0 daemon does not send it. */
+    {.key = "features", .kind = SK_LIST, .flags = F_OPT, .off = offsetof(T, features),
+     .off2 = offsetof(T, nfeatures), .sub = &str_elem},
 };
 #undef T
 static const schema_t ping_schema = SCHEMA(ping_rows);
@@ -538,7 +543,6 @@ static const schema_t advise_program_schema = SCHEMA(advise_program_rows);
 static const schema_spec_t advise_program_elem =
     ROW_ELEM(SK_MAP, proto_advise_program_t, &advise_program_schema);
 static const schema_spec_t sizing_elem = ROW_ELEM(SK_MAP, pto_sizing_t, &sizing_schema);
-static const schema_spec_t warning_elem = ROW_ELEM(SK_STR, const char *, NULL);
 
 #define T proto_advise_result_t
 #define ROW_OPT_LIST(k, items, count, elem)                                                   \
@@ -552,7 +556,7 @@ static const schema_spec_t advise_rows[] = {
     ROW_K("config", SK_STR, T, config, 0),
     ROW_OPT_LIST("programs", programs, nprograms, advise_program_elem),
     ROW_OPT_LIST("sizings", sizings, nsizings, sizing_elem),
-    ROW_OPT_LIST("warnings", warnings, nwarnings, warning_elem),
+    ROW_OPT_LIST("warnings", warnings, nwarnings, str_elem),
 };
 #undef ROW_OPT_LIST
 #undef T

@@ -195,6 +195,8 @@ typedef struct proto_ping_result {
   const char *version; /* the daemon's release, "0.1.0" */
   uint32_t device;     /* the device id */
   const char *state;   /* "warming", "ready" or "draining" */
+  const char *const *features; /* what the daemon speaks beyond version 1: "dfx", "shm" */
+  uint32_t nfeatures;
 } proto_ping_result_t;
 
 /* The `arena` map of status, and prewarm's result.  Sizings are resolved:

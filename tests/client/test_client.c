@@ -143,7 +143,7 @@ START_TEST(test_ping_and_status) {
   ck_assert_int_eq(msgpack_unpack_next(&up, raw, raw_len, &off), MSGPACK_UNPACK_SUCCESS);
   ck_assert_uint_eq(off, raw_len);
   ck_assert_int_eq(up.data.type, MSGPACK_OBJECT_MAP);
-  ck_assert_uint_eq(up.data.via.map.size, 3);
+  ck_assert_uint_eq(up.data.via.map.size, 4); /* version, device, state, features */
   msgpack_unpacked_destroy(&up);
   pto_result_free(ping);
 

@@ -618,9 +618,22 @@ END_TEST
 START_TEST(ping_result) {
   proto_result_t r = {.ping = {.version = "0.1.0", .device = 3, .state = "ready"}}, back;
   results_round_trip(PROTO_M_PING, &r,
-                     "{\"version\": \"0.1.0\", \"device\": 3, \"state\": \"ready\"}", &back);
+                     "{\"version\": \"0.1.0\", \"device\": 3, \"state\": \"ready\", "
+                     "\"features\": []}",
+                     &back);
   ck_assert_str_eq(back.ping.state, "ready");
   ck_assert_uint_eq(back.ping.device, 3);
+  ck_assert_uint_eq(back.ping.nfeatures, 0);
+
+  static const char *const features[] = {"dfx", "shm"};
+  r.ping.features = features;
+  r.ping.nfeatures = 2;
+  results_round_trip(PROTO_M_PING, &r,
+                     "{\"version\": \"0.1.0\", \"device\": 3, \"state\": \"ready\", "
+                     "\"features\": [\"dfx\", \"shm\"]}",
+                     &back);
+  ck_assert_uint_eq(back.ping.nfeatures, 2);
+  ck_assert_str_eq(back.ping.features[1], "shm");
 }
 END_TEST
 
