@@ -70,10 +70,19 @@ void conn_free_output(srv_conn_t *conn) {
   conn->out_bytes = 0;
 }
 
+int srv_conn_take_fd(srv_conn_t *conn) {
+  int fd;
+  if (conn->nfds == 0) return -1;
+  fd = conn->fds[0];
+  memmove(conn->fds, conn->fds + 1, --conn->nfds * sizeof(conn->fds[0]));
+  return fd;
+}
+
 void srv_conn_close(srv_conn_t *conn) {
   srv_t *srv = conn->srv;
   if (conn->closing) return;
   conn->closing = true;
+  while (conn->nfds > 0) close(conn->fds[--conn->nfds]);
   atomic_store_explicit(&conn->gone, true, memory_order_release);
   conn_free_output(conn); /* answers not yet written are dropped */
   free(conn->rbuf);
@@ -439,6 +448,45 @@ static void conn_on_eof(srv_conn_t *conn) {
   conn_finish_if_done(conn);
 }
 
+/* recv(), also taking the fds that came with the bytes: 0 at EOF, the byte
+ * count, or -1 with errno.  *ret_bad says why the connection must fail
+ * (NULL: it need not). */
+static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * SRV_MAX_FDS)];
+    struct cmsghdr align;
+  } control;
+  struct iovec iov = {conn->rbuf + conn->rlen, conn->rcap - conn->rlen};
+  struct msghdr mh = {0};
+  ssize_t got;
+  *ret_bad = NULL;
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control.buf;
+  mh.msg_controllen = sizeof(control.buf);
+  got = recvmsg(conn->fd, &mh, MSG_CMSG_CLOEXEC);
+  if (got < 0) return got;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    size_t n;
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (conn->nfds < SRV_MAX_FDS)
+        conn->fds[conn->nfds++] = fd;
+      else {
+        close(fd);
+        *ret_bad = "it passed more than 8 file descriptors that no shm.register took";
+      }
+    }
+  }
+  if (mh.msg_flags & MSG_CTRUNC)
+    *ret_bad = "the file descriptors it passed did not fit the daemon's ancillary buffer "
+               "(MSG_CTRUNC); pass one per shm.register";
+  return got;
+}
+
 static void conn_read(srv_conn_t *conn) {
   for (int i = 0; i < READS_PER_EVENT && wants_read(conn); i++) {
     ssize_t got;
@@ -448,7 +496,17 @@ static void conn_read(srv_conn_t *conn) {
       srv_conn_fail(conn, &err);
       break;
     }
-    got = recv(conn->fd, conn->rbuf + conn->rlen, conn->rcap - conn->rlen, 0);
+    const char *bad;
+    got = conn_recv(conn, &bad);
+    if (bad) {
+      pto_error_t err;
+      pto_error_set(&err, PTO_E_INVALID_REQUEST, "The connection is closed: %s.", bad);
+      log_client(LOG_INFO, "Client %llu: %s; disconnecting it.", (unsigned long long)conn->id, bad);
+      if (got > 0) conn->rlen += (size_t)got; /* what came before is still answered */
+      conn_process(conn);
+      srv_conn_fail(conn, &err);
+      break;
+    }
     if (got < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {

@@ -166,6 +166,15 @@ void srv_conn_fail(srv_conn_t *conn, const pto_error_t *err);
 void srv_cork(srv_t *srv);
 void srv_uncork(srv_t *srv);
 
+/* File descriptors a client passes (SCM_RIGHTS, on the sendmsg() of a
+ * request's bytes) queue on its connection in arrival order; a connection
+ * that holds more than SRV_MAX_FDS unclaimed, or whose ancillary data was
+ * truncated (MSG_CTRUNC), fails (srv_conn_fail).  srv_conn_take_fd hands
+ * over the oldest (the caller closes it), or returns -1 when none is
+ * queued.  Those never taken are closed with the connection. */
+#define SRV_MAX_FDS 8
+int srv_conn_take_fd(srv_conn_t *conn);
+
 /* Close now (bytes not yet written are dropped). */
 void srv_conn_close(srv_conn_t *conn);
 

@@ -61,6 +61,8 @@ struct srv_conn {
   bool processing;        /* inside conn_process (srv_msg_done must not recurse) */
   bool flush_listed;
   bool write_blocked;     /* the socket refused bytes: poll for writable */
+  int fds[SRV_MAX_FDS];    /* received with SCM_RIGHTS, not yet taken, oldest first */
+  unsigned nfds;
   pto_error_t fail_err;
   bool fail_has_msgid;
   uint32_t fail_msgid;

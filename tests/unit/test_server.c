@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -325,6 +327,91 @@ START_TEST(idle_timeout_closes_an_idle_connection) {
 }
 END_TEST
 
+/* Send one ping with `nfds` copies of fd attached (SCM_RIGHTS). */
+static void send_ping_with_fds(int sock, uint32_t id, int fd, int nfds) {
+  char buf[16], control[CMSG_SPACE(sizeof(int) * 16)];
+  struct iovec iov = {buf, ping(id, buf)};
+  struct msghdr mh = {0};
+  struct cmsghdr *c;
+  memset(control, 0, sizeof(control));
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+  c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+  for (int i = 0; i < nfds; i++) memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
+  ck_assert_int_eq(sendmsg(sock, &mh, 0), (ssize_t)iov.iov_len);
+}
+
+START_TEST(passed_fds_queue_in_order) {
+  srv_options_t o = options();
+  struct stat a, b;
+  int fd, fa, fb, got;
+  start(&o);
+  fd = connect_client();
+  fa = memfd_create("a", MFD_CLOEXEC);
+  fb = memfd_create("b", MFD_CLOEXEC);
+  ck_assert_int_eq(ftruncate(fa, 4096), 0);
+  ck_assert_int_eq(ftruncate(fb, 8192), 0);
+  send_ping_with_fds(fd, 1, fa, 1);
+  send_ping_with_fds(fd, 2, fb, 1);
+  run_for(50);
+  ck_assert_int_eq(fx.delivered, 2);
+  got = srv_conn_take_fd(fx.conn); /* the oldest first */
+  ck_assert_int_ge(got, 0);
+  ck_assert_int_eq(fstat(got, &a), 0);
+  ck_assert_int_eq(a.st_size, 4096);
+  close(got);
+  got = srv_conn_take_fd(fx.conn);
+  ck_assert_int_eq(fstat(got, &b), 0);
+  ck_assert_int_eq(b.st_size, 8192);
+  close(got);
+  ck_assert_int_eq(srv_conn_take_fd(fx.conn), -1);
+  close(fa);
+  close(fb);
+  close(fd);
+}
+END_TEST
+
+START_TEST(too_many_unclaimed_fds_fail_the_connection) {
+  srv_options_t o = options();
+  char got[64];
+  size_t len;
+  int fd, mfd;
+  start(&o);
+  fd = connect_client();
+  mfd = memfd_create("m", MFD_CLOEXEC);
+  for (uint32_t i = 1; i <= 9; i++) send_ping_with_fds(fd, i, mfd, 1);
+  run_for(50);
+  done_all();
+  ck_assert(closed_after(fd, got, sizeof(got), &len));
+  ck_assert_int_eq(fx.fatals, 1);
+  close(mfd);
+  close(fd);
+}
+END_TEST
+
+START_TEST(truncated_fds_fail_the_connection) {
+  srv_options_t o = options();
+  char got[64];
+  size_t len;
+  int fd, mfd;
+  start(&o);
+  fd = connect_client();
+  mfd = memfd_create("m", MFD_CLOEXEC);
+  send_ping_with_fds(fd, 1, mfd, 12); /* more than the daemon's ancillary buffer holds */
+  run_for(50);
+  done_all();
+  ck_assert(closed_after(fd, got, sizeof(got), &len));
+  ck_assert_int_eq(fx.fatals, 1);
+  close(mfd);
+  close(fd);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("server");
   TCase *tc = tcase_create("server");
@@ -339,6 +426,9 @@ int main(void) {
   tcase_add_test(tc, input_limit_pauses_reading);
   tcase_add_test(tc, client_timeout_counts_from_the_first_byte);
   tcase_add_test(tc, idle_timeout_closes_an_idle_connection);
+  tcase_add_test(tc, passed_fds_queue_in_order);
+  tcase_add_test(tc, too_many_unclaimed_fds_fail_the_connection);
+  tcase_add_test(tc, truncated_fds_fail_the_connection);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
