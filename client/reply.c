@@ -194,16 +194,19 @@ static int from_proto(pto_client_t *c, proto_method_t m, const proto_result_t *p
       return 0;
     }
     case PROTO_M_BUFFER_ALLOC:
+    case PROTO_M_SHM_REGISTER: /* the same shape: {name, bytes} */
       r->buffer_info.name = p->buffer_alloc.name;
       r->buffer_info.bytes = p->buffer_alloc.bytes;
       return 0;
     case PROTO_M_BUFFER_WRITE: r->byte_count.bytes = p->buffer_write.bytes; return 0;
     case PROTO_M_BUFFER_FREE: r->byte_count.bytes = p->buffer_free.bytes; return 0;
+    case PROTO_M_SHM_UNREGISTER: r->byte_count.bytes = p->shm_unregister.bytes; return 0;
     case PROTO_M_BUFFER_READ:
       r->bytes.ptr = p->buffer_read.ptr;
       r->bytes.len = p->buffer_read.len;
       return 0;
-    case PROTO_M_BUFFER_LIST: {
+    case PROTO_M_BUFFER_LIST:
+    case PROTO_M_SHM_LIST: { /* the same shape: [{name, bytes}] */
       pto_buffer_info_t *list = NULL;
       uint32_t n = p->buffer_list.count;
       if (n) {

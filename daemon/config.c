@@ -76,6 +76,9 @@ static const cfg_key_t key_table[] = {
         "2G",
         "Bytes held for all clients together (input, decoded requests, unsent answers): over "
         "it reading pauses, and unsent answers over it close the client holding the most."),
+    KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), true, "16G",
+        "Bytes of shared memory (shm.register) one connection may have mapped; 0 turns the "
+        "shm path off."),
     KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, true, "1048576",
         "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
         "gets MESSAGE_TOO_LARGE."),

@@ -78,6 +78,7 @@ typedef struct cfg_daemon {
   uint64_t input_limit;           /* bytes of input and decoded requests per connection */
   uint64_t clients_memory;        /* bytes held for all clients together */
   uint32_t max_objects;           /* msgpack objects per message */
+  uint64_t shm_limit;             /* bytes of shm regions mapped per connection */
   uint64_t idle_timeout_ms;       /* 0: connections may idle forever */
   uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */
   uint64_t client_timeout_ms;     /* from a message's first byte to its last */

@@ -70,11 +70,26 @@ void conn_free_output(srv_conn_t *conn) {
   conn->out_bytes = 0;
 }
 
-int srv_conn_take_fd(srv_conn_t *conn) {
+static int pop_fd(srv_conn_t *conn, unsigned *ret_batch) {
+  int fd = conn->fds[0];
+  *ret_batch = conn->fd_batch[0];
+  conn->nfds--;
+  memmove(conn->fds, conn->fds + 1, conn->nfds * sizeof(conn->fds[0]));
+  memmove(conn->fd_batch, conn->fd_batch + 1, conn->nfds * sizeof(conn->fd_batch[0]));
+  return fd;
+}
+
+int srv_conn_take_fd(srv_conn_t *conn, unsigned *ret_together) {
+  unsigned batch, other;
   int fd;
+  *ret_together = 0;
   if (conn->nfds == 0) return -1;
-  fd = conn->fds[0];
-  memmove(conn->fds, conn->fds + 1, --conn->nfds * sizeof(conn->fds[0]));
+  fd = pop_fd(conn, &batch);
+  *ret_together = 1;
+  while (conn->nfds > 0 && conn->fd_batch[0] == batch) {
+    close(pop_fd(conn, &other));
+    (*ret_together)++;
+  }
   return fd;
 }
 
@@ -466,6 +481,7 @@ static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
   mh.msg_controllen = sizeof(control.buf);
   got = recvmsg(conn->fd, &mh, MSG_CMSG_CLOEXEC);
   if (got < 0) return got;
+  conn->batches++;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
     size_t n;
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -473,9 +489,10 @@ static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
     for (size_t i = 0; i < n; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (conn->nfds < SRV_MAX_FDS)
+      if (conn->nfds < SRV_MAX_FDS) {
+        conn->fd_batch[conn->nfds] = conn->batches;
         conn->fds[conn->nfds++] = fd;
-      else {
+      } else {
         close(fd);
         *ret_bad = "it passed more than 8 file descriptors that no shm.register took";
       }

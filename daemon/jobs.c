@@ -31,10 +31,12 @@ static void encode_error(req_t *req, const pto_error_t *err) {
   proto_pack_response_error(&pk, req->msgid, err);
 }
 
-static void encode_result(req_t *req, const proto_result_t *result) {
+/* The response, as `method`'s result (the request's own method, but for
+ * buffer.read into a region, answered in buffer.write's shape). */
+static void encode_result_as(req_t *req, proto_method_t method, const proto_result_t *result) {
   pto_error_t err;
   msgpack_sbuffer_clear(&req->response);
-  if (req->method == PROTO_M_DISPATCH) {
+  if (method == PROTO_M_DISPATCH) {
     /* Room for every output at once: no doubling reallocations, and huge
      * pages for a large one (srv_buffer_hint). */
     size_t need = 4096;
@@ -50,12 +52,16 @@ static void encode_result(req_t *req, const proto_result_t *result) {
       }
     }
   }
-  if (proto_encode_response(&req->response, req->msgid, req->method, result) < 0) {
+  if (proto_encode_response(&req->response, req->msgid, method, result) < 0) {
     pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory encoding the response.");
     encode_error(req, &err);
     return;
   }
   req->result_code = PTO_OK;
+}
+
+static void encode_result(req_t *req, const proto_result_t *result) {
+  encode_result_as(req, req->method, result);
 }
 
 /* Keep the account's view of the arena in step with the runtime's slot. */
@@ -78,7 +84,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
 
   for (uint32_t i = 0; i < p->nargs; i++) {
     const proto_arg_t *a = &p->args[i];
-    if (a->kind == PTO_ARG_OUTPUT && a->bytes > MAX_BIN) {
+    if (a->kind == PTO_ARG_OUTPUT && !a->shm && a->bytes > MAX_BIN) {
       rc = pto_error_set(err, PTO_E_INVALID_REQUEST,
                          "args[%u]: an output of %llu bytes is more than one message can carry "
                          "(%llu bytes); write it to a resident buffer and read that in parts.",
@@ -239,6 +245,12 @@ static void run_dispatch(req_t *req) {
 
   for (uint32_t i = 0; i < p->nargs; i++) {
     bool returned = args[i].kind == PTO_ARG_INOUT || args[i].kind == PTO_ARG_OUTPUT;
+    if (returned && req->shm_ptr && req->shm_ptr[i]) {
+      /* Into the client's region, once, as a device's DMA out would; its
+       * output in the answer is nil. */
+      dev_copy_from_device(d->dev, req->shm_ptr[i], args[i].base, args[i].bytes);
+      returned = false;
+    }
     /* The sim device's memory is host memory: the encoder copies the bytes
      * straight from it, once. */
     outputs[i].ptr = returned ? args[i].base : NULL;
@@ -314,6 +326,13 @@ static void run_buffer(req_t *req) {
     const void *data = NULL;
     uint64_t bytes = p->bytes;
     rc = buf_read(d->buffers, p->name, p->offset, &bytes, &data, &err);
+    if (rc == 0 && p->shm) {
+      /* Into the client's region; the answer is {bytes}, buffer.write's shape. */
+      dev_copy_from_device(d->dev, req->shm_ptr[0], data, bytes);
+      result.buffer_write.bytes = bytes;
+      encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
+      return;
+    }
     if (rc == 0 && bytes > MAX_BIN) {
       rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
                          "Reading %llu bytes of buffer '%s' at once is more than one message can "

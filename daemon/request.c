@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "service.h"
+#include "shm.h"
 
 /* ---- answers --------------------------------------------------------------- */
 
@@ -47,7 +49,21 @@ static void send_result(req_t *req, const proto_result_t *result) {
 
 /* ---- a request's end ------------------------------------------------------- */
 
+/* Per connection: its flow of device requests and its shared-memory
+ * regions, made when first needed. */
+typedef struct req_conn {
+  dsp_flow_t *flow;
+  shm_table_t *shm;
+} req_conn_t;
+
+static req_conn_t *conn_state(srv_conn_t *conn) {
+  req_conn_t *rc = srv_conn_data(conn);
+  if (!rc && (rc = calloc(1, sizeof(*rc))) != NULL) srv_conn_set_data(conn, rc);
+  return rc;
+}
+
 static void req_finish(req_t *req) {
+  for (uint32_t i = 0; i < req->nshm_refs; i++) shm_release(req->shm_refs[i]);
   msgpack_unpacked_destroy(&req->unpacked);
   msgpack_sbuffer_destroy(&req->response);
   free(req->diagnostics_dir);
@@ -122,9 +138,125 @@ static uint64_t deadline_from(int64_t deadline_ms, uint64_t now_ns) {
   return now_ns + ms * 1000000u;
 }
 
+/* The shared-memory ranges a device request names, checked and
+ * referenced now (the device thread copies through them): dispatch args
+ * by index, buffer.write's source and buffer.read's destination.  An input
+ * range becomes the argument's data, as inline bytes would be. */
+static int acquire_regions(req_t *req, shm_table_t *shm, pto_error_t *err) {
+  msgpack_zone *z = req->unpacked.zone;
+  uint32_t n = 0;
+  char what[32];
+  int rc = 0;
+  if (req->method == PROTO_M_DISPATCH) {
+    proto_dispatch_params_t *p = &req->params.dispatch;
+    for (uint32_t i = 0; i < p->nargs; i++) n += p->args[i].shm != NULL;
+    if (n == 0) return 0;
+    req->shm_ptr = msgpack_zone_malloc(z, p->nargs * sizeof(*req->shm_ptr));
+    req->shm_refs = msgpack_zone_malloc(z, n * sizeof(*req->shm_refs));
+    if (!req->shm_ptr || !req->shm_refs)
+      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    for (uint32_t i = 0; i < p->nargs && rc == 0; i++) {
+      proto_arg_t *a = (proto_arg_t *)&p->args[i]; /* decoded into this request's zone */
+      req->shm_ptr[i] = NULL;
+      if (!a->shm) continue;
+      snprintf(what, sizeof(what), "args[%u]", i);
+      rc = shm_acquire(shm, a->shm, a->offset, a->bytes, what, &req->shm_refs[req->nshm_refs],
+                       &req->shm_ptr[i], err);
+      if (rc < 0) {
+        snprintf(err->key, sizeof(err->key), "%s", what);
+        break;
+      }
+      req->nshm_refs++;
+      if (a->kind != PTO_ARG_OUTPUT) a->data = (proto_bytes_t){req->shm_ptr[i], a->bytes};
+    }
+    return rc;
+  }
+  {
+    const char *name = NULL;
+    uint64_t offset = 0, bytes = 0;
+    if (req->method == PROTO_M_BUFFER_WRITE && req->params.buffer_write.shm) {
+      name = req->params.buffer_write.shm;
+      offset = req->params.buffer_write.shm_offset;
+      bytes = req->params.buffer_write.bytes;
+    } else if (req->method == PROTO_M_BUFFER_READ && req->params.buffer_read.shm) {
+      name = req->params.buffer_read.shm;
+      offset = req->params.buffer_read.shm_offset;
+      bytes = req->params.buffer_read.bytes;
+    }
+    if (!name) return 0;
+    req->shm_ptr = msgpack_zone_malloc(z, sizeof(*req->shm_ptr));
+    req->shm_refs = msgpack_zone_malloc(z, sizeof(*req->shm_refs));
+    if (!req->shm_ptr || !req->shm_refs)
+      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    rc = shm_acquire(shm, name, offset, bytes, proto_method_name(req->method), &req->shm_refs[0],
+                     &req->shm_ptr[0], err);
+    if (rc < 0) {
+      snprintf(err->key, sizeof(err->key), "shm");
+      return rc;
+    }
+    req->nshm_refs = 1;
+    if (req->method == PROTO_M_BUFFER_WRITE)
+      req->params.buffer_write.data = (proto_bytes_t){req->shm_ptr[0], bytes};
+    return 0;
+  }
+}
+
+/* shm.register, shm.unregister and shm.list, on the loop: 1 with *result
+ * filled (*ret_list malloc'ed for shm.list), 0 when the method is another,
+ * or a negative error. */
+static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **ret_list,
+                     pto_error_t *err) {
+  req_conn_t *cs;
+  unsigned together = 0;
+  int fd, rc;
+  memset(result, 0, sizeof(*result));
+  *ret_list = NULL;
+  if (req->method != PROTO_M_SHM_REGISTER && req->method != PROTO_M_SHM_UNREGISTER &&
+      req->method != PROTO_M_SHM_LIST)
+    return 0;
+  cs = conn_state(req->conn);
+  if (cs && !cs->shm) cs->shm = shm_table_new();
+  if (!cs || !cs->shm) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+  switch (req->method) {
+  case PROTO_M_SHM_REGISTER: {
+    const proto_shm_register_params_t *p = &req->params.shm_register;
+    fd = srv_conn_take_fd(req->conn, &together);
+    if (fd < 0)
+      return pto_error_set(err, PTO_E_INVALID_REQUEST,
+                           "shm.register '%s' came with no file descriptor: pass the region's "
+                           "memfd as SCM_RIGHTS on the sendmsg() that carries the request.",
+                           p->name);
+    if (together > 1) {
+      close(fd);
+      return pto_error_set(err, PTO_E_INVALID_REQUEST,
+                           "shm.register '%s' came with %u file descriptors; pass exactly one "
+                           "(none of them was kept).",
+                           p->name, together);
+    }
+    rc = shm_register(cs->shm, p->name, p->bytes, fd, req->d->cfg.daemon.shm_limit, err);
+    if (rc < 0) return rc;
+    result->shm_register = (proto_buffer_info_t){p->name, p->bytes};
+    return 1;
+  }
+  case PROTO_M_SHM_UNREGISTER:
+    rc = shm_unregister(cs->shm, req->params.shm_unregister.name, &result->shm_unregister.bytes,
+                        err);
+    return rc < 0 ? rc : 1;
+  default: {
+    uint32_t n = shm_count(cs->shm);
+    proto_buffer_info_t *list = calloc(n ? n : 1, sizeof(*list));
+    if (!list) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    for (uint32_t i = 0; i < n; i++) shm_entry(cs->shm, i, &list[i].name, &list[i].bytes);
+    result->shm_list = (proto_buffer_list_t){list, n};
+    *ret_list = list;
+    return 1;
+  }
+  }
+}
+
 static void admit(req_t *req) {
   ptod_t *d = req->d;
-  dsp_flow_t *flow = srv_conn_data(req->conn);
+  req_conn_t *cs = conn_state(req->conn);
   pto_error_t err;
   int rc;
 
@@ -135,18 +267,15 @@ static void admit(req_t *req) {
     reject(req, &err);
     return;
   }
-  if (service_admit(d, req, &err) < 0) {
+  if (cs && !cs->flow) cs->flow = dsp_flow_create(d->dsp);
+  if (!cs || !cs->flow) {
+    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
     reject(req, &err);
     return;
   }
-  if (!flow) {
-    flow = dsp_flow_create(d->dsp);
-    if (!flow) {
-      pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
-      reject(req, &err);
-      return;
-    }
-    srv_conn_set_data(req->conn, flow);
+  if (service_admit(d, req, &err) < 0 || acquire_regions(req, cs->shm, &err) < 0) {
+    reject(req, &err);
+    return;
   }
   req->baseline = d->cfg.ring;
   req->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
@@ -154,7 +283,7 @@ static void admit(req_t *req) {
   req->job.run = jobs_run;
   req->job.complete = request_complete;
   req->job.gone = srv_conn_gone_flag(req->conn);
-  req->job.flow = flow;
+  req->job.flow = cs->flow;
   if (is_dispatch(req))
     req->job.deadline_ns = deadline_from(req->params.dispatch.deadline_ms, dsp_now_ns());
   rc = dsp_submit(d->dsp, &req->job);
@@ -225,7 +354,7 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
     pto_error_set(&err, PTO_E_UNKNOWN_METHOD,
                   "There is no method '%s'; the methods are ping, status, metrics, programs, "
                   "dispatch, buffer.alloc, buffer.write, buffer.read, buffer.free, buffer.list, "
-                  "prewarm and advise.",
+                  "prewarm, advise, shm.register, shm.unregister and shm.list.",
                   shown);
     reject(req, &err);
     return;
@@ -236,6 +365,20 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
     if (rc == -ENOMEM) pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
     reject(req, &err);
     return;
+  }
+  {
+    proto_buffer_info_t *list;
+    rc = serve_shm(req, &result, &list, &err);
+    if (rc != 0) {
+      if (rc < 0)
+        reject(req, &err);
+      else {
+        send_result(req, &result);
+        req_finish(req);
+      }
+      free(list);
+      return;
+    }
   }
   rc = service_serve(d, req->method, &result, &scratch, &err);
   if (rc == 0) {
@@ -257,8 +400,12 @@ static void on_close(srv_conn_t *conn, void *data) {
   ptod_t *d = data;
   log_debug("Client %llu disconnected with %u requests in flight.",
             (unsigned long long)srv_conn_id(conn), srv_conn_pending(conn));
-  dsp_flow_release(d->dsp, srv_conn_data(conn));
+  req_conn_t *cs = srv_conn_data(conn);
+  if (!cs) return;
   srv_conn_set_data(conn, NULL);
+  dsp_flow_release(d->dsp, cs->flow);
+  shm_table_close(cs->shm); /* unmapped once no request copies through them */
+  free(cs);
 }
 
 static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *msgid, void *data) {

@@ -43,6 +43,12 @@ typedef struct req {
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
   uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget */
   uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
+  /* Shared-memory ranges the request names, resolved at admission: per
+   * dispatch argument (NULL: not shm), or shm_ptr[0] for buffer.write/read;
+   * each region referenced until the request ends. */
+  uint8_t **shm_ptr;
+  struct shm_region **shm_refs;
+  uint32_t nshm_refs;
   /* The encoded response, filled on the device thread. */
   msgpack_sbuffer response;
   int result_code; /* PTO_OK or the error code answered */

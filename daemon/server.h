@@ -173,7 +173,9 @@ void srv_uncork(srv_t *srv);
  * over the oldest (the caller closes it), or returns -1 when none is
  * queued.  Those never taken are closed with the connection. */
 #define SRV_MAX_FDS 8
-int srv_conn_take_fd(srv_conn_t *conn);
+int srv_conn_take_fd(srv_conn_t *conn, unsigned *ret_together);
+/* (*ret_together: how many fds came on the same sendmsg() as the one taken;
+ * the others of them are closed, so a request that passed two loses both.) */
 
 /* Close now (bytes not yet written are dropped). */
 void srv_conn_close(srv_conn_t *conn);

@@ -62,7 +62,8 @@ struct srv_conn {
   bool flush_listed;
   bool write_blocked;     /* the socket refused bytes: poll for writable */
   int fds[SRV_MAX_FDS];    /* received with SCM_RIGHTS, not yet taken, oldest first */
-  unsigned nfds;
+  unsigned fd_batch[SRV_MAX_FDS]; /* which recvmsg brought each (a counter) */
+  unsigned nfds, batches;
   pto_error_t fail_err;
   bool fail_has_msgid;
   uint32_t fail_msgid;

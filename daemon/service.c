@@ -15,8 +15,8 @@
 /* ---- methods served on the loop ----------------------------------------- */
 
 /* What ping says the daemon speaks beyond protocol version 1 (PROTOCOL.md
- * 1.1): DFX artefacts in dispatch results. */
-static const char *const ptod_features[] = {"dfx"};
+ * 1.1): DFX artefacts in dispatch results, shared-memory arguments. */
+static const char *const ptod_features[] = {"dfx", "shm"};
 
 static void serve_status(ptod_t *d, proto_status_result_t *s) {
   dsp_stats_t q;
@@ -158,6 +158,7 @@ static int check_dispatch(ptod_t *d, const proto_dispatch_params_t *p, pto_error
     return rc;
   }
   for (uint32_t i = 0; i < p->nargs; i++) {
+    if (p->args[i].shm) continue; /* returned into its region, not in the answer */
     if (p->args[i].kind == PTO_ARG_OUTPUT) returned += p->args[i].bytes;
     if (p->args[i].kind == PTO_ARG_INOUT) returned += p->args[i].data.len;
   }

@@ -157,6 +157,7 @@ bool proto_config_empty(const proto_config_t *config) {
 /* An argument as the wire spells it, before its form is known. */
 typedef struct arg_wire {
   const char *buffer;
+  const char *shm;
   uint64_t offset, bytes, out;
   proto_bytes_t data;
   const char *dir;
@@ -187,7 +188,16 @@ static int scalar_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msg
 
 static const schema_custom_t scalar_custom = {.decode = scalar_decode};
 
-enum { A_BUFFER = 1, A_OFFSET = 2, A_BYTES = 4, A_DATA = 8, A_DIR = 16, A_OUT = 32, A_SCALAR = 64 };
+enum {
+  A_BUFFER = 1,
+  A_OFFSET = 2,
+  A_BYTES = 4,
+  A_DATA = 8,
+  A_DIR = 16,
+  A_OUT = 32,
+  A_SCALAR = 64,
+  A_SHM = 128
+};
 
 static const schema_spec_t arg_rows[] = {
     ROW_K("buffer", SK_NAME, arg_wire_t, buffer, F_OPT),
@@ -201,12 +211,14 @@ static const schema_spec_t arg_rows[] = {
      .flags = F_OPT,
      .off = offsetof(arg_wire_t, scalar),
      .sub = &scalar_custom},
+    ROW_K("shm", SK_NAME, arg_wire_t, shm, F_OPT),
 };
 static const schema_t arg_schema = SCHEMA(arg_rows);
 
 #define ARG_FORMS                                                                          \
   "{\"buffer\": name}, {\"buffer\": name, \"offset\": o, \"bytes\": n}, {\"data\": bin}, " \
-  "{\"data\": bin, \"dir\": \"inout\"}, {\"out\": n} or {\"scalar\": int | float}"
+  "{\"data\": bin, \"dir\": \"inout\"}, {\"out\": n}, {\"scalar\": int | float} or "          \
+  "{\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}"
 
 static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto_arg_t *a) {
   char keys[96] = "";
@@ -234,6 +246,27 @@ static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto
     case A_SCALAR:
       *a = (proto_arg_t){.kind = w->scalar.kind, .i = w->scalar.i, .f = w->scalar.f};
       return 0;
+    case A_SHM | A_BYTES:
+    case A_SHM | A_OFFSET | A_BYTES:
+    case A_SHM | A_BYTES | A_DIR:
+    case A_SHM | A_OFFSET | A_BYTES | A_DIR: {
+      pto_arg_kind_t kind = PTO_ARG_INPUT;
+      if (seen & A_DIR) {
+        if (strcmp(w->dir, "out") == 0)
+          kind = PTO_ARG_OUTPUT;
+        else if (strcmp(w->dir, "inout") == 0)
+          kind = PTO_ARG_INOUT;
+        else if (strcmp(w->dir, "in") != 0) {
+          msgpack_object got = {.type = MSGPACK_OBJECT_STR};
+          got.via.str.ptr = w->dir;
+          got.via.str.size = (uint32_t)strlen(w->dir);
+          return schema_bad_value(ctx, "dir", "\"in\", \"out\" or \"inout\"", &got);
+        }
+      }
+      *a = (proto_arg_t){
+          .kind = kind, .shm = w->shm, .offset = w->offset, .bytes = w->bytes};
+      return 0;
+    }
     default: break;
   }
   for (size_t i = 0; i < arg_schema.nfields && pos < sizeof(keys); i++)
@@ -302,6 +335,12 @@ static int pack_key(msgpack_packer *pk, const char *key) {
 
 static int arg_pack(msgpack_packer *pk, const void *field) {
   const proto_arg_t *a = field;
+  if (a->shm) {
+    const char *dir = a->kind == PTO_ARG_OUTPUT ? "out" : a->kind == PTO_ARG_INOUT ? "inout" : "in";
+    return msgpack_pack_map(pk, 4) | pack_kv_str(pk, "shm", a->shm) | pack_key(pk, "offset") |
+           msgpack_pack_uint64(pk, a->offset) | pack_key(pk, "bytes") |
+           msgpack_pack_uint64(pk, a->bytes) | pack_kv_str(pk, "dir", dir);
+  }
   switch (a->kind) {
     case PTO_ARG_BUFFER: {
       int rc = msgpack_pack_map(pk, a->bytes ? 3 : 1) | pack_kv_str(pk, "buffer", a->buffer);
@@ -330,7 +369,7 @@ static int arg_pack(msgpack_packer *pk, const void *field) {
 
 static size_t arg_payload(const void *field) {
   const proto_arg_t *a = field;
-  return a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT ? a->data.len : 0;
+  return !a->shm && (a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT) ? a->data.len : 0;
 }
 
 static const schema_custom_t arg_custom = {
@@ -371,23 +410,81 @@ static const schema_t alloc_schema = {.fields = alloc_rows,
                                       .nfields = sizeof(alloc_rows) / sizeof(alloc_rows[0]),
                                       .check = alloc_check};
 
+/* buffer.write: the bytes inline (`data`) or from a region (`shm` and
+ * `bytes`), never both. */
+static int write_check(schema_ctx_t *ctx, const void *base) {
+  const proto_buffer_write_params_t *p = base;
+  if (p->shm && p->data.ptr)
+    return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                         "buffer.write takes its bytes from 'data' or from 'shm', not both.");
+  if (!p->shm && !p->data.ptr) {
+    int rc = pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                           "missing required key 'data' in buffer.write params (or 'shm' and "
+                           "'bytes' to write from a shared-memory region).");
+    if (ctx->err) snprintf(ctx->err->key, sizeof(ctx->err->key), "data");
+    return rc;
+  }
+  if (p->shm && !p->bytes)
+    return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                         "buffer.write from 'shm' needs 'bytes': how many to copy from the "
+                         "region.");
+  if (!p->shm && (p->bytes || p->shm_offset))
+    return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                         "'bytes' and 'shm_offset' go with 'shm'; with 'data' its length is "
+                         "the byte count.");
+  return 0;
+}
+
 #define T proto_buffer_write_params_t
 static const schema_spec_t write_rows[] = {
     ROW_K("name", SK_NAME, T, name, 0),
     ROW_U("offset", T, offset, 0, BYTES_MAX, F_OPT),
-    ROW_K("data", SK_BIN, T, data, 0),
+    ROW_K("data", SK_BIN, T, data, F_OPT),
+    ROW_K("shm", SK_NAME, T, shm, F_OPT),
+    ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
+    ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT),
 };
 #undef T
-static const schema_t write_schema = SCHEMA(write_rows);
+static const schema_t write_schema = {.fields = write_rows,
+                                      .nfields = sizeof(write_rows) / sizeof(write_rows[0]),
+                                      .check = write_check};
+
+/* buffer.read into a region: `bytes` says how many. */
+static int read_check(schema_ctx_t *ctx, const void *base) {
+  const proto_buffer_read_params_t *p = base;
+  if (p->shm && !p->bytes)
+    return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
+                         "buffer.read into 'shm' needs 'bytes': how many to copy into the "
+                         "region.");
+  if (!p->shm && p->shm_offset)
+    return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST, "'shm_offset' goes with 'shm'.");
+  return 0;
+}
 
 #define T proto_buffer_read_params_t
 static const schema_spec_t read_rows[] = {
     ROW_K("name", SK_NAME, T, name, 0),
     ROW_U("offset", T, offset, 0, BYTES_MAX, F_OPT),
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT | F_ZERO),
+    ROW_K("shm", SK_NAME, T, shm, F_OPT),
+    ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
 };
 #undef T
-static const schema_t read_schema = SCHEMA(read_rows);
+static const schema_t read_schema = {.fields = read_rows,
+                                     .nfields = sizeof(read_rows) / sizeof(read_rows[0]),
+                                     .check = read_check};
+
+#define T proto_shm_register_params_t
+static const schema_spec_t shm_register_rows[] = {
+    ROW_K("name", SK_NAME, T, name, 0),
+    ROW_U("bytes", T, bytes, 1, BYTES_MAX, 0),
+};
+#undef T
+static const schema_t shm_register_schema = SCHEMA(shm_register_rows);
+
+static const schema_spec_t shm_unregister_rows[] = {
+    ROW_K("name", SK_NAME, proto_shm_unregister_params_t, name, 0)};
+static const schema_t shm_unregister_schema = SCHEMA(shm_unregister_rows);
 
 static const schema_spec_t free_rows[] = {
     ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0)};
@@ -591,6 +688,10 @@ static const method_def_t methods[PROTO_M_COUNT] = {
                              ROW_LIST(NULL, proto_buffer_list_t, buffers, count, buffer_info_elem)},
     [PROTO_M_PREWARM] = {ROOT_MAP(prewarm_schema), ROOT_MAP(arena_schema)},
     [PROTO_M_ADVISE] = {ROOT_MAP(no_params_schema), ROOT_MAP(advise_schema)},
+    [PROTO_M_SHM_REGISTER] = {ROOT_MAP(shm_register_schema), ROOT_MAP(buffer_info_schema)},
+    [PROTO_M_SHM_UNREGISTER] = {ROOT_MAP(shm_unregister_schema), ROOT_MAP(byte_count_schema)},
+    [PROTO_M_SHM_LIST] = {ROOT_MAP(no_params_schema),
+                          ROW_LIST(NULL, proto_buffer_list_t, buffers, count, buffer_info_elem)},
 };
 
 static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool strict,

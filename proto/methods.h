@@ -20,6 +20,11 @@
  *   buffer.list   —                        buffer_list   proto_buffer_list_t
  *   prewarm       prewarm                  prewarm   proto_arena_t
  *   advise        —                        advise    proto_advise_result_t
+ *   shm.register  shm_register             shm_register    proto_buffer_info_t
+ *   shm.unregister shm_unregister          shm_unregister  proto_byte_count_t
+ *   shm.list      —                        shm_list        proto_buffer_list_t
+ * (buffer.read with `shm` answers {bytes}: decode it as buffer.write's
+ * result, proto_byte_count_t.)
  *
  * Decoding is strict for params (the daemon's side): an unknown key is
  * INVALID_REQUEST naming it (err->key = the key, message
@@ -74,7 +79,10 @@
   X(BUFFER_FREE, "buffer.free")   \
   X(BUFFER_LIST, "buffer.list")   \
   X(PREWARM, "prewarm")           \
-  X(ADVISE, "advise")
+  X(ADVISE, "advise")             \
+  X(SHM_REGISTER, "shm.register") \
+  X(SHM_UNREGISTER, "shm.unregister") \
+  X(SHM_LIST, "shm.list")
 
 typedef enum proto_method {
 #define PROTO_METHOD_ENUM_(id, name) PROTO_M_##id,
@@ -136,9 +144,14 @@ bool proto_config_empty(const proto_config_t *config);
  *   PTO_ARG_OUTPUT  {"out": bytes}
  *   PTO_ARG_INT     {"scalar": i}
  *   PTO_ARG_FLOAT   {"scalar": f} */
+/* One dispatch argument.  kind PTO_ARG_INPUT / INOUT / OUTPUT with `shm`
+ * set: the bytes [offset, offset + bytes) of the connection's shared-memory
+ * region of that name (`{"shm": name, "offset": o, "bytes": n, "dir": ...}`)
+ * instead of `data` / `out`. */
 typedef struct proto_arg {
   pto_arg_kind_t kind;
   const char *buffer;
+  const char *shm;
   uint64_t offset;
   uint64_t bytes;
   proto_bytes_t data;
@@ -160,17 +173,35 @@ typedef struct proto_buffer_alloc_params {
   proto_bytes_t init; /* optional (ptr NULL); exactly `bytes` long */
 } proto_buffer_alloc_params_t;
 
+/* Exactly one of `data` and `shm`: with `shm`, `bytes` bytes come from the
+ * connection's region at shm_offset. */
 typedef struct proto_buffer_write_params {
   const char *name;
   uint64_t offset; /* optional, default 0 */
   proto_bytes_t data;
+  const char *shm;     /* optional: a region name */
+  uint64_t shm_offset; /* optional, default 0 */
+  uint64_t bytes;      /* with shm: 1..2^40 */
 } proto_buffer_write_params_t;
 
+/* With `shm`: the bytes go into the connection's region at shm_offset
+ * (`bytes` then required), and the result is {bytes}. */
 typedef struct proto_buffer_read_params {
   const char *name;
   uint64_t offset; /* optional, default 0 */
   uint64_t bytes;  /* optional: 0 = to the end of the buffer */
+  const char *shm;     /* optional: a region name */
+  uint64_t shm_offset; /* optional, default 0 */
 } proto_buffer_read_params_t;
+
+typedef struct proto_shm_register_params {
+  const char *name; /* per connection; the fd travels as SCM_RIGHTS */
+  uint64_t bytes;   /* 1..2^40, at most the memfd's size */
+} proto_shm_register_params_t;
+
+typedef struct proto_shm_unregister_params {
+  const char *name;
+} proto_shm_unregister_params_t;
 
 typedef struct proto_buffer_free_params {
   const char *name;
@@ -187,6 +218,8 @@ typedef union proto_params {
   proto_buffer_read_params_t buffer_read;
   proto_buffer_free_params_t buffer_free;
   proto_prewarm_params_t prewarm;
+  proto_shm_register_params_t shm_register;
+  proto_shm_unregister_params_t shm_unregister;
 } proto_params_t;
 
 /* Results. */
@@ -329,6 +362,9 @@ typedef union proto_result {
   proto_buffer_list_t buffer_list;
   proto_arena_t prewarm;
   proto_advise_result_t advise;
+  proto_buffer_info_t shm_register;
+  proto_byte_count_t shm_unregister;
+  proto_buffer_list_t shm_list;
 } proto_result_t;
 
 /* Decode the params of `method`: params is the map of a `[map]` params

@@ -292,6 +292,9 @@ typedef enum pto_method {
   PTO_METHOD_BUFFER_LIST,
   PTO_METHOD_PREWARM,
   PTO_METHOD_ADVISE,
+  PTO_METHOD_SHM_REGISTER,
+  PTO_METHOD_SHM_UNREGISTER,
+  PTO_METHOD_SHM_LIST,
 } pto_method_t;
 
 /* "ping", "buffer.alloc", ...: the wire name; NULL out of range. */

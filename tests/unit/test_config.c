@@ -547,7 +547,7 @@ START_TEST(unknown_sections_and_keys) {
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
                "max_message, max_pending, queue_depth, queue_full, input_limit, "
-               "clients_memory, max_objects, drain_timeout, client_timeout, idle_timeout, "
+               "clients_memory, shm_limit, max_objects, drain_timeout, client_timeout, idle_timeout, "
                "output_limit, diagnostics_dir, log_level.");
   expect_error("[ring]\nwindow = 64\n", 2,
                "[ring] window = 64: unknown key; the keys of [ring] are task_window, heap, "
@@ -825,6 +825,7 @@ static const char *const other_value[][3] = {
     {"daemon", "clients_memory", "1G"},
     {"daemon", "max_objects", "1000"},
     {"daemon", "idle_timeout", "5s"},
+    {"daemon", "shm_limit", "1G"},
     {"device", "id", "1"},
     {"device", "memory", "1G"},
     {"device", "cores", "1"},

@@ -137,8 +137,9 @@ static void set_sizing(pto_sizing_t *s, uint64_t tw, uint64_t heap, uint64_t dep
 START_TEST(method_names) {
   static const char *const names[] = {"ping",        "status",       "metrics",      "programs",
                                       "dispatch",    "buffer.alloc", "buffer.write", "buffer.read",
-                                      "buffer.free", "buffer.list",  "prewarm",      "advise"};
-  ck_assert_int_eq(PROTO_M_COUNT, 12);
+                                      "buffer.free", "buffer.list",  "prewarm",      "advise",
+                                      "shm.register", "shm.unregister", "shm.list"};
+  ck_assert_int_eq(PROTO_M_COUNT, 15);
   for (int m = 0; m < PROTO_M_COUNT; m++) {
     ck_assert_str_eq(proto_method_name((proto_method_t)m), names[m]);
     ck_assert_int_eq(proto_method_from_name(names[m], strlen(names[m])), m);
@@ -414,7 +415,7 @@ static const struct reject {
      "args[0]: a dispatch argument must be a map, one of {\"buffer\": name}, {\"buffer\": name, "
      "\"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, \"dir\": \"inout\"}, "
      "{\"out\": "
-     "n} or {\"scalar\": int | float}; got 5."},
+     "n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}; got 5."},
     {PROTO_M_DISPATCH,
      "[{\"program\": \"noop\", \"args\": [{\"out\": 4}, {\"buffer\": \"kv\", "
      "\"data\": b\"x\"}]}]",
@@ -422,13 +423,13 @@ static const struct reject {
      "args[1]: a dispatch argument must be one of {\"buffer\": name}, {\"buffer\": name, "
      "\"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, \"dir\": \"inout\"}, "
      "{\"out\": "
-     "n} or {\"scalar\": int | float}; got the keys 'buffer', 'data'."},
+     "n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}; got the keys 'buffer', 'data'."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{}]}]", PTO_E_INVALID_REQUEST,
      "args[0]",
      "args[0]: a dispatch argument must be one of {\"buffer\": name}, {\"buffer\": name, "
      "\"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, \"dir\": \"inout\"}, "
      "{\"out\": "
-     "n} or {\"scalar\": int | float}; got an empty map."},
+     "n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}; got an empty map."},
     {PROTO_M_DISPATCH,
      "[{\"program\": \"noop\", \"args\": [{\"data\": b\"\", \"dir\": \"in\\x00out\"}]}]",
      PTO_E_INVALID_REQUEST, "args[0]",
@@ -438,23 +439,23 @@ static const struct reject {
      PTO_E_INVALID_REQUEST, "args[0]",
      "args[0]: key 'scalar' is nil; a dispatch argument must be one of {\"buffer\": name}, "
      "{\"buffer\": name, \"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, "
-     "\"dir\": \"inout\"}, {\"out\": n} or {\"scalar\": int | float}."},
+     "\"dir\": \"inout\"}, {\"out\": n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"buffer\": \"kv\", \"offset\": 4}]}]",
      PTO_E_INVALID_REQUEST, "args[0]",
      "args[0]: a dispatch argument must be one of {\"buffer\": name}, {\"buffer\": name, "
      "\"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, \"dir\": \"inout\"}, "
      "{\"out\": "
-     "n} or {\"scalar\": int | float}; got the keys 'buffer', 'offset'."},
+     "n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}; got the keys 'buffer', 'offset'."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"out\": 4, \"dir\": \"inout\"}]}]",
      PTO_E_INVALID_REQUEST, "args[0]",
      "args[0]: a dispatch argument must be one of {\"buffer\": name}, {\"buffer\": name, "
      "\"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, \"dir\": \"inout\"}, "
      "{\"out\": "
-     "n} or {\"scalar\": int | float}; got the keys 'dir', 'out'."},
+     "n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}; got the keys 'dir', 'out'."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"bufer\": \"kv\"}]}]",
      PTO_E_INVALID_REQUEST, "args[0]",
      "args[0]: unknown key 'bufer' in a dispatch argument; known keys: buffer, offset, bytes, "
-     "data, dir, out, scalar."},
+     "data, dir, out, scalar, shm."},
     {PROTO_M_DISPATCH,
      "[{\"program\": \"noop\", \"args\": [{\"out\": 1}, {\"out\": 2}, {\"out\": "
      "-1}]}]",
@@ -565,7 +566,7 @@ static const struct reject {
     {PROTO_M_BUFFER_ALLOC, "[{\"name\": \"kv\", \"size\": 4}]", PTO_E_INVALID_REQUEST, "size",
      "unknown key 'size' in buffer.alloc params; known keys: name, bytes, init."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\"}]", PTO_E_INVALID_REQUEST, "data",
-     "missing required key 'data' in buffer.write params."},
+     "missing required key 'data' in buffer.write params (or 'shm' and 'bytes' to write from a shared-memory region)."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\", \"offset\": -1, \"data\": b\"\"}]",
      PTO_E_INVALID_REQUEST, "offset",
      "key 'offset' in buffer.write params must be an integer in [0, 1099511627776], got -1."},
@@ -573,7 +574,7 @@ static const struct reject {
      "key 'data' in buffer.write params must be a bin, got an array of 2."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\", \"data\": b\"\", \"sync\": true}]",
      PTO_E_INVALID_REQUEST, "sync",
-     "unknown key 'sync' in buffer.write params; known keys: name, offset, data."},
+     "unknown key 'sync' in buffer.write params; known keys: name, offset, data, shm, shm_offset, bytes."},
     {PROTO_M_BUFFER_READ, "[{\"name\": \"kv\", \"bytes\": -1}]", PTO_E_INVALID_REQUEST, "bytes",
      "key 'bytes' in buffer.read params must be an integer in [1, 1099511627776] (0 or nil to "
      "leave it unset), got -1."},
@@ -581,7 +582,7 @@ static const struct reject {
      "offset",
      "key 'offset' in buffer.read params must be an integer in [0, 1099511627776], got \"x\"."},
     {PROTO_M_BUFFER_READ, "[{\"name\": \"kv\", \"length\": 4}]", PTO_E_INVALID_REQUEST, "length",
-     "unknown key 'length' in buffer.read params; known keys: name, offset, bytes."},
+     "unknown key 'length' in buffer.read params; known keys: name, offset, bytes, shm, shm_offset."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": 5}]", PTO_E_INVALID_REQUEST, "name",
      "key 'name' in buffer.free params must be a string, got 5."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": \"kv\", \"bytes\": 4}]", PTO_E_INVALID_REQUEST, "bytes",

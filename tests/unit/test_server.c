@@ -349,6 +349,7 @@ static void send_ping_with_fds(int sock, uint32_t id, int fd, int nfds) {
 START_TEST(passed_fds_queue_in_order) {
   srv_options_t o = options();
   struct stat a, b;
+  unsigned together;
   int fd, fa, fb, got;
   start(&o);
   fd = connect_client();
@@ -360,16 +361,24 @@ START_TEST(passed_fds_queue_in_order) {
   send_ping_with_fds(fd, 2, fb, 1);
   run_for(50);
   ck_assert_int_eq(fx.delivered, 2);
-  got = srv_conn_take_fd(fx.conn); /* the oldest first */
+  got = srv_conn_take_fd(fx.conn, &together); /* the oldest first */
+  ck_assert_uint_eq(together, 1);
   ck_assert_int_ge(got, 0);
   ck_assert_int_eq(fstat(got, &a), 0);
   ck_assert_int_eq(a.st_size, 4096);
   close(got);
-  got = srv_conn_take_fd(fx.conn);
+  got = srv_conn_take_fd(fx.conn, &together);
   ck_assert_int_eq(fstat(got, &b), 0);
   ck_assert_int_eq(b.st_size, 8192);
   close(got);
-  ck_assert_int_eq(srv_conn_take_fd(fx.conn), -1);
+  ck_assert_int_eq(srv_conn_take_fd(fx.conn, &together), -1);
+  /* Two on one sendmsg: taken together, the second closed. */
+  send_ping_with_fds(fd, 3, fa, 2);
+  run_for(50);
+  got = srv_conn_take_fd(fx.conn, &together);
+  ck_assert_uint_eq(together, 2);
+  close(got);
+  ck_assert_int_eq(srv_conn_take_fd(fx.conn, &together), -1);
   close(fa);
   close(fb);
   close(fd);
