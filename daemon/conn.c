@@ -110,6 +110,13 @@ void srv_conn_close(srv_conn_t *conn) {
   uv_close((uv_handle_t *)&conn->poll, conn_on_closed);
 }
 
+void conn_trim(srv_conn_t *conn) {
+  if (conn->closing || conn->rlen > conn->rpos || conn->rcap <= READ_CHUNK) return;
+  free(conn->rbuf);
+  conn->rpos = conn->rlen = 0;
+  set_read_buffer(conn, NULL, 0);
+}
+
 /* ---- flow control and the timer ------------------------------------------- */
 
 /* Whether the socket should be read now. */
@@ -368,14 +375,17 @@ static int conn_deliver(srv_conn_t *conn, size_t len) {
   msg->len = len;
   msg->objects = proto_reader_objects(&conn->reader);
   if (conn->rpos == 0 && len == conn->rlen && len >= READ_CHUNK) {
-    /* A large message alone in the buffer: give the buffer away instead of
-     * copying it (its bytes are counted as the message's from now on). */
+    /* A large message alone in the buffer: lend the buffer instead of
+     * copying it (its bytes are counted as the message's meanwhile); it
+     * comes back at srv_msg_done for the next message, already faulted in. */
     msg->data = conn->rbuf;
     msg->charge = conn->rcap;
+    msg->lent_cap = conn->rcap;
     conn->rbuf = NULL;
     conn->rcap = 0;
     conn->rlen = 0;
   } else {
+    msg->lent_cap = 0;
     msg->data = malloc(len ? len : 1);
     if (!msg->data) {
       free(msg);
@@ -429,8 +439,9 @@ static void conn_process(srv_conn_t *conn) {
   if (!conn->closing) {
     if (conn->rpos == conn->rlen) conn->rpos = conn->rlen = 0;
     if (conn->rlen > conn->rpos && !conn->msg_start_ns) conn->msg_start_ns = now_ns();
-    /* An emptied buffer that grew for one large message goes back. */
-    if (conn->rlen == 0 && conn->rcap > READ_CHUNK) {
+    /* An emptied buffer that grew for small messages goes back (a large
+     * message's is lent, and kept: see srv_msg_done). */
+    if (conn->rlen == 0 && conn->rcap > READ_CHUNK && conn->srv->pressured) {
       free(conn->rbuf);
       set_read_buffer(conn, NULL, 0);
     }
@@ -560,13 +571,29 @@ void conn_start(srv_conn_t *conn) { conn_update(conn); }
 
 /* ---- the service is done with a message ------------------------------------- */
 
+/* A lent read buffer comes back: the connection's again when it has none
+ * or a smaller empty one and memory is not short, so the next large message
+ * lands in pages already faulted in (no fresh mapping, no zero-fill). */
+static void take_back(srv_conn_t *conn, char *buf, size_t cap) {
+  if (conn->closing || conn->srv->pressured || conn->rlen > conn->rpos || conn->rcap >= cap) {
+    free(buf);
+    return;
+  }
+  free(conn->rbuf);
+  conn->rpos = conn->rlen = 0;
+  set_read_buffer(conn, buf, cap);
+}
+
 void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg) {
   uint64_t charge = msg->charge;
   conn->pending--;
   conn->held -= charge;
-  free(msg->data);
-  free(msg);
   srv_account_input(conn->srv, -(int64_t)charge);
+  if (msg->lent_cap)
+    take_back(conn, msg->data, msg->lent_cap);
+  else
+    free(msg->data);
+  free(msg);
   if (!conn->closing) {
     /* Bytes already read may hold the next messages. */
     if (!conn->processing && !conn->failing && conn->rlen > conn->rpos) conn_process(conn);

@@ -143,6 +143,11 @@ void srv_update_options(srv_t *srv, const srv_options_t *opts) {
 
 bool srv_input_allows(srv_t *srv, srv_conn_t *conn) {
   if (srv->input < srv->opts.clients_memory || srv->pass == conn) return true;
+  if (!srv->pressured) {
+    /* Memory is short: read buffers kept for reuse go back first. */
+    for (srv_conn_t *c = srv->conns; c; c = c->next) conn_trim(c);
+    if (srv->input < srv->opts.clients_memory) return true;
+  }
   if (!srv->pass && conn->msg_start_ns) {
     srv->pass = conn; /* the first one under way goes on, alone */
     return true;

@@ -79,6 +79,7 @@ typedef struct srv_msg {
   size_t len;
   uint64_t charge;  /* bytes counted against its connection while it lives */
   uint64_t objects; /* msgpack objects in it */
+  size_t lent_cap;  /* data is the connection's read buffer, lent (its capacity); 0: a copy */
 } srv_msg_t;
 
 /* What the server calls; the service implements them. */

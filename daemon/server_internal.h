@@ -79,6 +79,7 @@ void conn_start(srv_conn_t *conn);          /* accepted and allowed: start readi
 void conn_update(srv_conn_t *conn);         /* recompute poll events and the timer */
 void conn_flush(srv_conn_t *conn);          /* write what is queued, as far as it goes */
 void conn_free_output(srv_conn_t *conn);
+void conn_trim(srv_conn_t *conn);           /* free an empty read buffer kept for reuse */
 void conn_close_after_flush(srv_conn_t *conn, uint64_t timeout_ms);
 
 /* server.c, for conn.c: the input budget changed by delta bytes. */
