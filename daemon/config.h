@@ -149,8 +149,11 @@ typedef struct cfg_key {
   const char *doc; /* one line for ptod.conf and docs/configuration.md */
 } cfg_key_t;
 
-/* The key table, in file order; *ret_count gets its length. */
+/* The key table, in file order (config_keys.c); *ret_count gets its
+ * length, at most CFG_KEYS_MAX. */
+#define CFG_KEYS_MAX 64
 const cfg_key_t *cfg_key_table(size_t *ret_count);
+size_t cfg_key_count(void);
 /* One key by section and name; NULL if there is none. */
 const cfg_key_t *cfg_key_find(const char *section, const char *name);
 

@@ -1,0 +1,150 @@
+/* config_keys.c — the table of every configuration key (config.h). */
+#include <stddef.h>
+#include <string.h>
+
+#include "config.h"
+
+#ifndef PTOD_DEFAULT_PROGRAMS_DIR
+#error "PTOD_DEFAULT_PROGRAMS_DIR must name the installed programs directory"
+#endif
+
+#define MEMBER_SIZE(m) sizeof(((cfg_t *)0)->m)
+#define KEY(sec, nm, type, member, min, max, live, def, doc) \
+  { sec, nm, type, offsetof(cfg_t, member), MEMBER_SIZE(member), min, max, -1, live, def, doc }
+#define RING_KEY(sec, nm, member, f, doc)                                                         \
+  {                                                                                               \
+    sec, nm, CFG_T_RING, offsetof(cfg_t, member.value[f]), MEMBER_SIZE(member.value[f]), 0, 0, f, \
+        true, "0,0,0,0", doc                                                                      \
+  }
+
+#define KIB(n) ((uint64_t)(n) << 10)
+#define MIB(n) ((uint64_t)(n) << 20)
+#define GIB(n) ((uint64_t)(n) << 30)
+#define SECONDS(n) ((uint64_t)(n)*1000)
+#define DAY SECONDS(86400)
+
+static const cfg_key_t key_table[] = {
+    KEY("daemon", "socket", CFG_T_SOCKET, daemon.socket, 0, 0, false, "",
+        "Unix socket to listen on (unset: /run/ptod/ptod<id>.sock for root, else under "
+        "$XDG_RUNTIME_DIR or /tmp/ptod-<uid>); ignored when systemd passes the socket."),
+    KEY("daemon", "socket_mode", CFG_T_MODE, daemon.socket_mode, 0, 0777, false, "0660",
+        "Permission bits of the socket; never world-writable. Use 0600 to admit only the "
+        "daemon's user."),
+    KEY("daemon", "socket_group", CFG_T_GROUP, daemon.socket_group, 0, 0, false, "",
+        "Group (name or number) that owns the socket; unset: the daemon's primary group. Put "
+        "the serving processes' users in it."),
+    KEY("daemon", "allowed_uids", CFG_T_UIDS, daemon.allowed_uids, 0, 0, true, "",
+        "Comma list of users (names or numbers) allowed to connect; empty: any peer that can "
+        "open the socket."),
+    KEY("daemon", "allowed_gids", CFG_T_GIDS, daemon.allowed_gids, 0, 0, true, "",
+        "Comma list of groups (names or numbers) whose members may connect; empty: any peer "
+        "that can open the socket."),
+    KEY("daemon", "max_clients", CFG_T_UINT, daemon.max_clients, 1, 65536, true, "256",
+        "Connections served at once; raise it for many serving processes (mind the open-files "
+        "limit)."),
+    KEY("daemon", "max_message", CFG_T_SIZE, daemon.max_message, KIB(1), GIB(4), true, "64M",
+        "Largest request accepted; raise it to send bigger host inputs in one dispatch."),
+    KEY("daemon", "max_pending", CFG_T_UINT, daemon.max_pending, 1, 65536, true, "1024",
+        "Requests one connection may have in flight; raise it for clients that pipeline "
+        "deeply."),
+    KEY("daemon", "queue_depth", CFG_T_UINT, daemon.queue_depth, 1, 65536, true, "64",
+        "Device requests waiting for the device, all connections together; what happens "
+        "beyond it is queue_full's choice."),
+    KEY("daemon", "queue_full", CFG_T_QUEUE_FULL, daemon.queue_full, 0, 0, true, "wait",
+        "wait: requests beyond queue_depth wait in their connection (reading pauses at "
+        "max_pending); busy: they are answered BUSY at once (fail fast)."),
+    KEY("daemon", "input_limit", CFG_T_SIZE, daemon.input_limit, KIB(64), GIB(64), true, "256M",
+        "Bytes one connection's unread input and decoded requests may hold before the daemon "
+        "stops reading it (until answers go out); a lone request may always be read."),
+    KEY("daemon", "clients_memory", CFG_T_SIZE, daemon.clients_memory, MIB(1), GIB(1024), true,
+        "2G",
+        "Bytes held for all clients together (input, decoded requests, unsent answers): over "
+        "it reading pauses, and unsent answers over it close the client holding the most."),
+    KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), true, "16G",
+        "Bytes of shared memory (shm.register) one connection may have mapped; 0 turns the "
+        "shm path off."),
+    KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, true, "1048576",
+        "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
+        "gets MESSAGE_TOO_LARGE."),
+    KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY, true, "30s",
+        "On SIGTERM, how long the running dispatch may take to finish; keep it below systemd's "
+        "TimeoutStopSec."),
+    KEY("daemon", "client_timeout", CFG_T_DURATION, daemon.client_timeout_ms, 1, DAY, true, "30s",
+        "Longest time from a message's first byte to its last; a client slower than that is "
+        "disconnected."),
+    KEY("daemon", "idle_timeout", CFG_T_DURATION, daemon.idle_timeout_ms, 0, DAY, true, "0",
+        "Close connections with nothing pending, read or unsent for this long; 0: never."),
+    KEY("daemon", "output_limit", CFG_T_SIZE, daemon.output_limit, KIB(1), UINT64_MAX, true, "256M",
+        "Bytes of unsent responses a client may hold before it is disconnected; raise it for "
+        "large buffer reads by slow readers."),
+    KEY("daemon", "diagnostics_dir", CFG_T_DIR, daemon.diagnostics_dir, 0, 1, true, "",
+        "Directory for the diagnostic files the daemon may write; empty: none are written."),
+    KEY("daemon", "log_level", CFG_T_LOGLEVEL, daemon.log_level, 0, 0, true, "info",
+        "One of err, warning, notice, info, debug; debug logs every request."),
+    KEY("device", "id", CFG_T_UINT, device.id, 0, 255, false, "0",
+        "The device this daemon owns (0..255); one daemon per device."),
+    KEY("device", "platform", CFG_T_PLATFORM, device.platform, 0, 0, false, "sim",
+        "Device backend; sim (the CPU simulation) is the only one so far."),
+    KEY("device", "memory", CFG_T_SIZE, device.memory, MIB(1), GIB(1024), false, "4G",
+        "Device memory the arena and resident buffers may use together; set it to what the "
+        "device has to spare."),
+    KEY("device", "cores", CFG_T_UINT, device.cores, 1, 256, false, "4",
+        "Cores that run kernels (threads on sim); match the device, or the host's spare CPUs "
+        "on sim."),
+    KEY("device", "aicpu_thread_num", CFG_T_UINT, device.aicpu_thread_num, 2, 16, false, "4",
+        "Orchestrator plus scheduler threads per dispatch (RunConfig's aicpu_thread_num)."),
+    KEY("device", "programs", CFG_T_DIR, device.programs, 1, 1, false, PTOD_DEFAULT_PROGRAMS_DIR,
+        "Directory of the device program plugins (NAME.so); change it to serve your own "
+        "programs."),
+    KEY("device", "run_timeout", CFG_T_DURATION, device.run_timeout_ms, 1, DAY, true, "10s",
+        "A run that makes no progress this long fails with SCHEDULER_TIMEOUT; raise it for "
+        "very long kernels."),
+    KEY("device", "deadlock_timeout", CFG_T_DURATION, device.deadlock_timeout_ms, 1, SECONDS(3600),
+        true, "500ms",
+        "How long a submit may wait for ring space with no reclamation before it reports a "
+        "deadlock."),
+    KEY("metrics", "listen", CFG_T_LISTEN, metrics.listen, 0, 0, false, "",
+        "Serve Prometheus metrics over HTTP at /metrics: HOST:PORT (127.0.0.1:9464) or an "
+        "absolute Unix socket path; empty: no HTTP endpoint."),
+    KEY("metrics", "textfile", CFG_T_FILE, metrics.textfile, 0, 0, false, "",
+        "Write the metrics to this file for node_exporter's textfile collector (a NAME.prom in "
+        "its directory), atomically; empty: none."),
+    KEY("metrics", "textfile_interval", CFG_T_DURATION, metrics.textfile_interval_ms, 1000,
+        SECONDS(3600), false, "15s", "How often the textfile is rewritten; match the scrape "
+        "interval."),
+    RING_KEY("ring", "task_window", ring, PTO_FIELD_TASK_WINDOW,
+             "Task slots per ring, a power of 2 from 4 to 2^30 (0: PTO2_RING_TASK_WINDOW or the "
+             "built-in 16384)."),
+    RING_KEY("ring", "heap", ring, PTO_FIELD_HEAP,
+             "Output heap bytes per ring, a power of 2 >= 1K (0: PTO2_RING_HEAP or the built-in "
+             "256M); raise it on HEAP_RING_DEADLOCK."),
+    RING_KEY("ring", "dep_pool", ring, PTO_FIELD_DEP_POOL,
+             "Dependency entries per ring, 4 to 2^31-1 (0: PTO2_RING_DEP_POOL or the built-in "
+             "16384); raise it on DEP_POOL_OVERFLOW."),
+    RING_KEY("prewarm", "task_window", prewarm, PTO_FIELD_TASK_WINDOW,
+             "Task window of the arena built at start-up (0: the baseline's); set it to what "
+             "the first dispatch asks for."),
+    RING_KEY("prewarm", "heap", prewarm, PTO_FIELD_HEAP,
+             "Heap of the arena built at start-up (0: the baseline's); set it to what the first "
+             "dispatch asks for."),
+    RING_KEY("prewarm", "dep_pool", prewarm, PTO_FIELD_DEP_POOL,
+             "Dependency pool of the arena built at start-up (0: the baseline's); set it to "
+             "what the first dispatch asks for."),
+};
+#define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
+_Static_assert(KEY_COUNT <= CFG_KEYS_MAX, "raise CFG_KEYS_MAX");
+
+const cfg_key_t *cfg_key_table(size_t *ret_count) {
+  if (ret_count) *ret_count = KEY_COUNT;
+  return key_table;
+}
+
+size_t cfg_key_count(void) { return KEY_COUNT; }
+
+const cfg_key_t *cfg_key_find(const char *section, const char *name) {
+  if (!section || !name) return NULL;
+  for (size_t i = 0; i < KEY_COUNT; i++)
+    if (strcmp(key_table[i].section, section) == 0 && strcmp(key_table[i].name, name) == 0)
+      return &key_table[i];
+  return NULL;
+}
