@@ -74,6 +74,7 @@ typedef struct cfg_daemon {
   uint64_t max_message;           /* bytes */
   uint32_t max_pending;           /* requests in flight per connection */
   uint32_t queue_depth;           /* admission queue */
+  uint32_t spin_us;               /* hand-off spin window (dsp_set_spin_us) */
   uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */
   uint64_t client_timeout_ms;     /* a partial message with no more bytes for this long */
   uint64_t output_limit;          /* bytes of unsent responses per client */

@@ -546,7 +546,7 @@ START_TEST(unknown_sections_and_keys) {
   expect_error("[daemon]\nsockett = /x\n", 2,
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
-               "max_message, max_pending, queue_depth, drain_timeout, client_timeout, "
+               "max_message, max_pending, queue_depth, spin_us, drain_timeout, client_timeout, "
                "output_limit, diagnostics_dir, log_level.");
   expect_error("[ring]\nwindow = 64\n", 2,
                "[ring] window = 64: unknown key; the keys of [ring] are task_window, heap, "
