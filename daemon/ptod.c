@@ -196,6 +196,7 @@ static void reload(life_t *life) {
   srv_options_from(&d->cfg, &so);
   srv_update_options(d->srv, &so);
   dsp_set_capacity(d->dsp, d->cfg.daemon.queue_depth);
+  dsp_set_spin_us(d->dsp, d->cfg.daemon.spin_us);
 
   if (!pto_sizing_equal(&old_prewarm, &new_prewarm)) {
     prewarm_job_t *pj = calloc(1, sizeof(*pj));
@@ -330,6 +331,7 @@ int ptod_run(const char *config_path) {
     log_err("Failed to start the device thread.");
     goto out_loop;
   }
+  dsp_set_spin_us(d->dsp, d->cfg.daemon.spin_us);
 
   /* 3. prewarm, before anyone can connect. */
   atomic_store(&d->state, PTOD_WARMING);
