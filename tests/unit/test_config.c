@@ -814,6 +814,7 @@ static const char *const other_value[][3] = {
     {"daemon", "max_message", "1M"},
     {"daemon", "max_pending", "1"},
     {"daemon", "queue_depth", "1"},
+    {"daemon", "spin_us", "0"},
     {"daemon", "drain_timeout", "1s"},
     {"daemon", "client_timeout", "1s"},
     {"daemon", "output_limit", "1M"},
