@@ -17,6 +17,13 @@
  * while jobs are in flight.  Past the window both sleep: an idle daemon
  * uses no CPU. */
 #define DSP_DEFAULT_SPIN_NS 50000u
+/* A device thread that has had no job for this long counts as idle: it is
+ * woken on the loop's CPU (wake_here), and after the job that ends the idle
+ * time it does not spin (spin_for_job).  Between dispatches coming back to
+ * back neither happens: a device thread pinned beside the loop then stayed
+ * there, and the two took turns on one vCPU (measured: 70-90 us round trips
+ * instead of 15). */
+#define DSP_IDLE_NS 1000000u
 
 typedef struct job_list {
   dsp_job_t *head, *tail;
@@ -47,6 +54,7 @@ struct dsp {
    * wakes it on the loop's own CPU (wake_here), and the device thread
    * gives its CPU mask back after the job (all_cpus). */
   bool device_sleeping;
+  uint64_t sleep_since_ns;  /* when the device thread went to sleep */
   atomic_bool device_pinned;
   cpu_set_t all_cpus;       /* the device thread's mask at start */
   /* Loop thread only. */
@@ -110,18 +118,17 @@ static void finish(dsp_t *dsp, dsp_job_t *job) {
 }
 
 /* Device thread, without the lock: look for the next job for a while
- * before sleeping on the condition variable, if jobs are coming back to
- * back (`gap_ns`, from the end of the job before the last one to the last
- * one's admission, within the window).  A job that came after a longer
- * idle time predicts another such gap: spinning would then only hold the
- * CPU the client's wake-up is about to be placed on (measured: a noop
- * after 20 ms idle took 1.5x as long with the spin).  Yields now and
+ * before sleeping on the condition variable, unless the last job ended an
+ * idle time (`gap_ns`, from the end of the job before it to its admission,
+ * DSP_IDLE_NS or more).  Such a job predicts another such gap: spinning
+ * would then only hold the CPU the client's wake-up is about to be placed
+ * on (measured: a noop after 20 ms idle took 1.5x as long with the spin).  Yields now and
  * then: on a 2-vCPU machine the thread that will admit the job may need
  * this CPU. */
 static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
-  if (window == 0 || gap_ns > window) return;
+  if (window == 0 || gap_ns >= DSP_IDLE_NS) return;
   for (uint32_t i = 1; atomic_load_explicit(&dsp->nqueued, memory_order_relaxed) == 0; i++) {
     if (atomic_load_explicit(&dsp->stop_spin, memory_order_relaxed)) return;
     cpu_relax();
@@ -189,6 +196,7 @@ static void *device_thread(void *arg) {
     }
     while (!dsp->queued.head && !dsp->stopping) {
       dsp->device_sleeping = true;
+      dsp->sleep_since_ns = dsp_now_ns();
       pthread_cond_wait(&dsp->wake, &dsp->lock);
       dsp->device_sleeping = false;
     }
@@ -329,7 +337,9 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     list_push(&dsp->queued, job);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     wake = dsp->device_sleeping;
-    if (wake && !atomic_load(&dsp->device_pinned)) wake_here(dsp);
+    if (wake && !atomic_load(&dsp->device_pinned) &&
+        job->admitted_ns - dsp->sleep_since_ns >= DSP_IDLE_NS)
+      wake_here(dsp);
   }
   pthread_mutex_unlock(&dsp->lock);
   /* Signalled after unlocking: woken on this CPU, the device thread would

@@ -207,6 +207,11 @@ void bench_figure(const char *key, double value, const char *unit, const char *n
 
 const char *bench_programs_dir(void) { return PTOD_BENCH_PROGRAMS_DIR; }
 
+const char *bench_ptod_path(void) {
+  const char *other = getenv("PTOD_BENCH_PTOD");
+  return other && *other ? other : PTOD_BENCH_PTOD;
+}
+
 static bool daemon_ready(const char *socket) {
   pto_client_t *c;
   pto_ping_t *ping;
@@ -257,8 +262,8 @@ void bench_daemon_start(bench_daemon_t *d, const char *config) {
       dup2(fd, 2);
       dup2(fd, 1);
     }
-    execl(PTOD_BENCH_PTOD, "ptod", "--config", path, (char *)NULL);
-    fprintf(stderr, "Failed to run '%s': %s.\n", PTOD_BENCH_PTOD, strerror(errno));
+    execl(bench_ptod_path(), "ptod", "--config", path, (char *)NULL);
+    fprintf(stderr, "Failed to run '%s': %s.\n", bench_ptod_path(), strerror(errno));
     _exit(127);
   }
   t0 = bench_now_ns();

@@ -77,6 +77,10 @@ void bench_daemon_start(bench_daemon_t *d, const char *config);
 /* SIGTERM, wait, remove the directory; prints the log if it did not exit 0. */
 void bench_daemon_stop(bench_daemon_t *d);
 
+/* The ptod the benchmarks start: this build's, or $PTOD_BENCH_PTOD (another
+ * build's, for a before/after comparison in one run of a benchmark). */
+const char *bench_ptod_path(void);
+
 /* The programs directory the benchmarks' daemons use (noop and the bench
  * programs). */
 const char *bench_programs_dir(void);
