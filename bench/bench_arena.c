@@ -453,6 +453,7 @@ int main(int argc, char **argv) {
   if (o.smoke) probe_idle_us = 0;
   cold_section(bytes, reps > 3 ? 3 : reps,
                o.smoke ? "[ring]\ntask_window = 1024\nheap = 4M\ndep_pool = 1024\n" : "");
+  if (o.only && strcmp(o.only, "cold") == 0) return 0; /* --only cold: that part alone */
 
   /* ---- warm, for contrast: in-process, into memory freed a moment ago
    * (what the old "cold build" figure measured) ---- */

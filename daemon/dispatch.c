@@ -1,6 +1,5 @@
 #include "dispatch.h"
 
-#define _GNU_SOURCE 1 /* sched_getcpu, pthread_setaffinity_np */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>

@@ -24,6 +24,13 @@ typedef struct sim {
   uint32_t cores;
   uint32_t commit_threads; /* cores, at most the CPUs online */
   uint64_t page;
+  /* The CPUs of the thread that opened the device, for the commit threads:
+   * a thread inherits its creator's mask, and the device thread may be
+   * pinned to one CPU for its wake-up (daemon/dispatch.c) when it commits,
+   * which put both commit threads on one vCPU (measured: prewarm with 2
+   * threads 0.33 s instead of 0.17 s). */
+  cpu_set_t cpus;
+  bool have_cpus;
 } sim_t;
 
 static int sim_open(const dev_options_t *opts, void **ret_impl, pto_error_t *err) {
@@ -39,6 +46,7 @@ static int sim_open(const dev_options_t *opts, void **ret_impl, pto_error_t *err
   if (!s) return pto_error_set(err, PTO_E_INTERNAL, "Out of host memory opening the sim device.");
   s->cores = cores;
   s->page = page > 0 ? (uint64_t)page : 4096;
+  s->have_cpus = pthread_getaffinity_np(pthread_self(), sizeof s->cpus, &s->cpus) == 0;
   {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t n = cores;
@@ -98,6 +106,7 @@ static void *sim_populate(void *arg) {
 static int sim_populate_parallel(sim_t *s, char *p, uint64_t size) {
   sim_part_t parts[SIM_MAX_COMMIT_THREADS];
   bool started[SIM_MAX_COMMIT_THREADS];
+  pthread_attr_t attr;
   uint32_t n = s->commit_threads;
   uint64_t per, off = 0;
   int rc = 0;
@@ -113,10 +122,13 @@ static int sim_populate_parallel(sim_t *s, char *p, uint64_t size) {
   }
   /* Parts 0..n-2 on threads of their own (or here, if one cannot start),
    * the last one here. */
+  pthread_attr_init(&attr);
+  if (s->have_cpus) pthread_attr_setaffinity_np(&attr, sizeof s->cpus, &s->cpus);
   for (uint32_t i = 0; i < n; i++) {
-    started[i] = i < n - 1 && pthread_create(&parts[i].thread, NULL, sim_populate, &parts[i]) == 0;
+    started[i] = i < n - 1 && pthread_create(&parts[i].thread, &attr, sim_populate, &parts[i]) == 0;
     if (!started[i]) sim_populate(&parts[i]);
   }
+  pthread_attr_destroy(&attr);
   for (uint32_t i = 0; i < n; i++) {
     if (started[i]) pthread_join(parts[i].thread, NULL);
     if (parts[i].err) rc = -ENOMEM;
