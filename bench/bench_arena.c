@@ -188,7 +188,8 @@ static double prewarm_cold(const char *conf, const char *ring, uint64_t *ret_byt
   snprintf(text, sizeof text, "%s%s", conf, ring);
   bench_sleep_us(probe_idle_us);
   bench_daemon_start(&d, text);
-  if (pto_client_connect(d.socket, 5000, &c, &err) < 0 || pto_client_status(c, 5000, &st, &err) < 0) {
+  if (pto_client_connect(d.socket, 5000, &c, &err) < 0 ||
+      pto_client_status(c, 5000, &st, &err) < 0) {
     fprintf(stderr, "bench_arena: status: %s\n", err.message);
     exit(1);
   }
@@ -251,7 +252,8 @@ static void cold_section(uint64_t bytes, int reps, const char *ring) {
     snprintf(note, sizeof note, "%s, %d thread%s, %.0f MiB, fresh process after %u s idle: "
              "median %.3f s (min %.3f, max %.3f)",
              c->how < 0 ? "ptod start-up prewarm (status.arena.build_us)" : probe_names[c->how],
-             c->threads, c->threads > 1 ? "s" : "", (double)b / (1 << 20), (unsigned)(probe_idle_us / 1000000u),
+             c->threads, c->threads > 1 ? "s" : "", (double)b / (1 << 20),
+             (unsigned)(probe_idle_us / 1000000u),
              t, bench_min(secs[k], (size_t)reps), bench_max(secs[k], (size_t)reps));
     bench_figure(key, med_rate[k], "GB/s", note);
   }

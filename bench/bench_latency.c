@@ -264,8 +264,8 @@ static double med_ratio(const double *a, const double *b, int reps) {
 static void figure_series(const char *key, int k, int reps, const char *note) {
   char name[128], n2[320];
   snprintf(name, sizeof name, "latency.%s.p50", key);
-  snprintf(n2, sizeof n2, "%s; reps min %.1f max %.1f", note, bench_min(series[k].p50, (size_t)reps),
-           bench_max(series[k].p50, (size_t)reps));
+  snprintf(n2, sizeof n2, "%s; reps min %.1f max %.1f", note,
+           bench_min(series[k].p50, (size_t)reps), bench_max(series[k].p50, (size_t)reps));
   bench_figure(name, med(series[k].p50, reps), "us", n2);
   snprintf(name, sizeof name, "latency.%s.p99", key);
   bench_figure(name, med(series[k].p99, reps), "us", note);

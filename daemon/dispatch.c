@@ -121,9 +121,9 @@ static void finish(dsp_t *dsp, dsp_job_t *job) {
  * idle time (`gap_ns`, from the end of the job before it to its admission,
  * DSP_IDLE_NS or more).  Such a job predicts another such gap: spinning
  * would then only hold the CPU the client's wake-up is about to be placed
- * on (measured: a noop after 20 ms idle took 1.5x as long with the spin).  Yields now and
- * then: on a 2-vCPU machine the thread that will admit the job may need
- * this CPU. */
+ * on (measured: a noop after 20 ms idle took 1.5x as long with the
+ * spin).  Yields now and then: on a 2-vCPU machine the thread that will
+ * admit the job may need this CPU. */
 static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
@@ -364,7 +364,8 @@ void dsp_get_stats(dsp_t *dsp, dsp_stats_t *ret_stats) {
 }
 
 void dsp_set_spin_us(dsp_t *dsp, uint32_t spin_us) {
-  atomic_store(&dsp->spin_ns, spin_us > DSP_MAX_SPIN_US ? DSP_MAX_SPIN_US * 1000u : spin_us * 1000u);
+  if (spin_us > DSP_MAX_SPIN_US) spin_us = DSP_MAX_SPIN_US;
+  atomic_store(&dsp->spin_ns, spin_us * 1000u);
 }
 
 void dsp_set_capacity(dsp_t *dsp, uint32_t capacity) {
