@@ -1,21 +1,27 @@
-/* bench_latency — the round trip of a no-op dispatch (noop, 1 task) through
- * ptod, against a raw Unix-socket ping-pong of the same message sizes
- * between two processes, measured in the same run.
+/* bench_latency — the round trip of a no-op dispatch (noop, 1 task)
+ * through ptod, back to back and after idle, against Unix-socket
+ * ping-pongs of the same message sizes measured in the same run.
  *
- * Three loops, each one request at a time, interleaved per repetition:
- *   pingpong  two processes over a Unix stream socket: blocking write of
- *             the request's bytes, blocking read of the response's bytes
- *   raw       the same request bytes sent to ptod on a plain socket, the
- *             response read with a msgpack unpacker (the daemon's own cost)
- *   client    pto_client_dispatch() of libptoclient (what a user sees)
- * The request bytes are libptoclient's own, captured on a socket of ours;
- * the response size is what ptod answers them with.
- *
- * Also: the daemon's CPU time per dispatch while the client loop runs, and
- * its CPU use while idle after it (bounded spins must end: ~0). */
+ * Baselines (two processes over a Unix stream socket, the request's bytes
+ * one way and the response's bytes back):
+ *   spin      both sides poll with non-blocking reads: no one ever sleeps,
+ *             the floor for a round trip between two processes
+ *   block     blocking read/write, back to back
+ *   idle      blocking, each round trip after the same idle time as the
+ *             dispatches below (what waking a sleeping process costs)
+ * Against them, for two daemons, one with [daemon] spin_us = 0 (nothing
+ * spins) and one with the default (50):
+ *   raw       libptoclient's request bytes on a plain socket, the response
+ *             read with a msgpack unpacker (the daemon's own share),
+ *             back to back, and after 20 ms and 2 ms idle
+ *   ping      a ping after 20 ms idle (no device thread: socket and loop)
+ *   client    pto_client_dispatch() back to back (what a user sees)
+ * The idle loops interleave sample by sample (sleep, ping-pong; sleep,
+ * dispatch on one daemon; sleep, the other...), so every kind sees the
+ * same machine.  Also: the daemon's CPU time per dispatch and the cores it
+ * uses while dispatches stream back to back, and its CPU use while idle.
+ * Figures are medians over repetitions of each loop's p50 (p99). */
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +36,12 @@
 #include "bench.h"
 
 #define MAX_MSG 4096
+#define NDAEMONS 2
+#define MAX_REPS 64
+
+static const char *const spin_names[NDAEMONS] = {"spin0", "spin50"};
+static const char *const spin_conf[NDAEMONS] = {"[daemon]\nspin_us = 0\n",
+                                                "[daemon]\nspin_us = 50\n"};
 
 static void fail(const char *what) {
   fprintf(stderr, "bench_latency: %s: %s\n", what, strerror(errno));
@@ -47,11 +59,12 @@ static void write_all(int fd, const void *buf, size_t len) {
   }
 }
 
-static bool read_all(int fd, void *buf, size_t len) {
+/* Read len bytes; spin: with non-blocking reads, never sleeping. */
+static bool read_all(int fd, void *buf, size_t len, bool spin) {
   char *p = buf;
   while (len) {
-    ssize_t n = read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = recv(fd, p, len, spin ? MSG_DONTWAIT : 0);
+    if (n < 0 && (errno == EINTR || (spin && errno == EAGAIN))) continue;
     if (n <= 0) return false;
     p += n;
     len -= (size_t)n;
@@ -95,10 +108,7 @@ static size_t capture_request(char *buf, size_t cap) {
   fd = accept(lfd, NULL, NULL);
   if (fd < 0) fail("accept");
   for (;;) {
-    struct pollfd p = {fd, POLLIN, 0};
-    ssize_t n;
-    if (poll(&p, 1, 200) <= 0) break;
-    n = read(fd, buf + len, cap - len);
+    ssize_t n = recv(fd, buf + len, cap - len, len ? MSG_DONTWAIT : 0);
     if (n <= 0) break;
     len += (size_t)n;
   }
@@ -110,13 +120,16 @@ static size_t capture_request(char *buf, size_t cap) {
   return len;
 }
 
-/* Read one whole msgpack object from fd; returns its size. */
-static size_t read_response(int fd, msgpack_unpacker *u, msgpack_unpacked *out) {
+/* Read one whole msgpack object from fd; returns its size.  `ok`: whether
+ * it was an answer without error ([1, id, nil, result]). */
+static size_t read_response(int fd, msgpack_unpacker *u, bool *ok) {
+  msgpack_unpacked out;
   size_t total = 0;
+  msgpack_unpacked_init(&out);
   for (;;) {
-    msgpack_unpack_return r = msgpack_unpacker_next_with_size(u, out, &total);
+    msgpack_unpack_return r = msgpack_unpacker_next_with_size(u, &out, &total);
     ssize_t n;
-    if (r == MSGPACK_UNPACK_SUCCESS) return total;
+    if (r == MSGPACK_UNPACK_SUCCESS) break;
     if (r != MSGPACK_UNPACK_CONTINUE) {
       fprintf(stderr, "bench_latency: the daemon's answer is not msgpack\n");
       exit(1);
@@ -126,6 +139,11 @@ static size_t read_response(int fd, msgpack_unpacker *u, msgpack_unpacked *out) 
     if (n <= 0) fail("read from ptod");
     msgpack_unpacker_buffer_consumed(u, (size_t)n);
   }
+  if (ok)
+    *ok = out.data.type == MSGPACK_OBJECT_ARRAY && out.data.via.array.size == 4 &&
+          out.data.via.array.ptr[2].type == MSGPACK_OBJECT_NIL;
+  msgpack_unpacked_destroy(&out);
+  return total;
 }
 
 static int connect_raw(const char *path) {
@@ -142,8 +160,9 @@ static int connect_raw(const char *path) {
   return fd;
 }
 
-/* The ping-pong peer: read req bytes, answer resp bytes, until EOF. */
-static pid_t start_echo(int *ret_fd, size_t req, size_t resp) {
+/* The ping-pong peer: read req bytes, answer resp bytes, until EOF; spin:
+ * it polls with non-blocking reads (and takes a whole CPU while it runs). */
+static pid_t start_echo(int *ret_fd, size_t req, size_t resp, bool spin) {
   int sv[2];
   pid_t pid;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) fail("socketpair");
@@ -153,7 +172,7 @@ static pid_t start_echo(int *ret_fd, size_t req, size_t resp) {
     char in[MAX_MSG], out[MAX_MSG];
     close(sv[0]);
     memset(out, 0xa5, sizeof out);
-    while (read_all(sv[1], in, req)) write_all(sv[1], out, resp);
+    while (read_all(sv[1], in, req, spin)) write_all(sv[1], out, resp);
     _exit(0);
   }
   close(sv[1]);
@@ -161,193 +180,285 @@ static pid_t start_echo(int *ret_fd, size_t req, size_t resp) {
   return pid;
 }
 
-typedef struct loop_result {
-  double p50, p99;
-} loop_result_t;
-
-static loop_result_t summarize(double *lat, size_t n) {
-  loop_result_t r;
-  r.p50 = bench_percentile(lat, n, 50);
-  r.p99 = bench_percentile(lat, n, 99);
-  return r;
+static void stop_echo(int fd, pid_t pid) {
+  close(fd);
+  waitpid(pid, NULL, 0);
 }
 
-static loop_result_t run_pingpong(int fd, const char *req, size_t qlen, size_t rlen, double *lat,
-                                  size_t n, size_t warm) {
+/* One round trip of `len` request bytes, in us. */
+static double pingpong_once(int fd, const char *req, size_t qlen, size_t rlen, bool spin) {
   char in[MAX_MSG];
-  for (size_t i = 0; i < warm + n; i++) {
-    uint64_t t0 = bench_now_ns();
-    write_all(fd, req, qlen);
-    if (!read_all(fd, in, rlen)) fail("read from the ping-pong peer");
-    if (i >= warm) lat[i - warm] = (double)(bench_now_ns() - t0) / 1000.0;
-  }
-  return summarize(lat, n);
+  uint64_t t0 = bench_now_ns();
+  write_all(fd, req, qlen);
+  if (!read_all(fd, in, rlen, spin)) fail("read from the ping-pong peer");
+  return (double)(bench_now_ns() - t0) / 1000.0;
 }
 
-static loop_result_t run_raw(int fd, const char *req, size_t qlen, double *lat, size_t n,
-                             size_t warm) {
-  msgpack_unpacker u;
-  msgpack_unpacked out;
-  msgpack_unpacker_init(&u, MAX_MSG);
-  msgpack_unpacked_init(&out);
-  for (size_t i = 0; i < warm + n; i++) {
-    uint64_t t0 = bench_now_ns();
-    write_all(fd, req, qlen);
-    read_response(fd, &u, &out);
-    if (i >= warm) lat[i - warm] = (double)(bench_now_ns() - t0) / 1000.0;
+static double raw_once(int fd, msgpack_unpacker *u, const char *req, size_t qlen) {
+  uint64_t t0 = bench_now_ns();
+  bool ok;
+  write_all(fd, req, qlen);
+  read_response(fd, u, &ok);
+  if (!ok) {
+    fprintf(stderr, "bench_latency: a dispatch failed\n");
+    exit(1);
   }
-  msgpack_unpacked_destroy(&out);
-  msgpack_unpacker_destroy(&u);
-  return summarize(lat, n);
+  return (double)(bench_now_ns() - t0) / 1000.0;
 }
 
-static loop_result_t run_client(pto_client_t *c, double *lat, size_t n, size_t warm) {
+static double client_once(pto_client_t *c) {
   pto_dispatch_arg_t args[] = {pto_arg_int(1)};
   pto_dispatch_req_t req = {.program = "noop", .args = args, .nargs = 1};
-  for (size_t i = 0; i < warm + n; i++) {
-    pto_dispatch_result_t *res;
-    pto_error_t err;
-    uint64_t t0 = bench_now_ns();
-    if (pto_client_dispatch(c, &req, 10000, &res, &err) < 0) {
-      fprintf(stderr, "bench_latency: dispatch: %s\n", err.message);
-      exit(1);
-    }
-    pto_result_free(res);
-    if (i >= warm) lat[i - warm] = (double)(bench_now_ns() - t0) / 1000.0;
+  pto_dispatch_result_t *res;
+  pto_error_t err;
+  uint64_t t0 = bench_now_ns();
+  if (pto_client_dispatch(c, &req, 10000, &res, &err) < 0) {
+    fprintf(stderr, "bench_latency: dispatch: %s\n", err.message);
+    exit(1);
   }
-  return summarize(lat, n);
+  pto_result_free(res);
+  return (double)(bench_now_ns() - t0) / 1000.0;
+}
+
+/* Per kind of loop: p50 and p99 of each repetition. */
+typedef struct series {
+  double p50[MAX_REPS], p99[MAX_REPS];
+} series_t;
+
+static void record(series_t *s, int rep, double *lat, size_t n) {
+  s->p50[rep] = bench_percentile(lat, n, 50);
+  s->p99[rep] = bench_percentile(lat, n, 99);
+}
+
+typedef struct target {
+  bench_daemon_t d;
+  int fd;
+  msgpack_unpacker u;
+  pto_client_t *c;
+} target_t;
+
+/* Kinds of series. */
+enum {
+  K_PP_SPIN, K_PP_BLOCK, K_PP_IDLE20, K_PP_IDLE2,
+  K_RAW_B2B, K_RAW_IDLE20 = K_RAW_B2B + NDAEMONS, K_RAW_IDLE2 = K_RAW_IDLE20 + NDAEMONS,
+  K_PING_IDLE20 = K_RAW_IDLE2 + NDAEMONS, K_CLIENT = K_PING_IDLE20 + NDAEMONS,
+  K_COUNT = K_CLIENT + NDAEMONS
+};
+
+static series_t series[K_COUNT];
+static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
+
+static double med(const double *v, int reps) {
+  double tmp[MAX_REPS];
+  memcpy(tmp, v, sizeof(double) * (size_t)reps);
+  return bench_median(tmp, (size_t)reps);
+}
+
+/* Median over reps of a/b per rep. */
+static double med_ratio(const double *a, const double *b, int reps) {
+  double r[MAX_REPS];
+  for (int i = 0; i < reps; i++) r[i] = a[i] / b[i];
+  return bench_median(r, (size_t)reps);
+}
+
+static void figure_series(const char *key, int k, int reps, const char *note) {
+  char name[128], n2[320];
+  snprintf(name, sizeof name, "latency.%s.p50", key);
+  snprintf(n2, sizeof n2, "%s; reps min %.1f max %.1f", note,
+           bench_min(series[k].p50, (size_t)reps), bench_max(series[k].p50, (size_t)reps));
+  bench_figure(name, med(series[k].p50, reps), "us", n2);
+  snprintf(name, sizeof name, "latency.%s.p99", key);
+  bench_figure(name, med(series[k].p99, reps), "us", note);
 }
 
 int main(int argc, char **argv) {
   bench_opts_t o;
-  bench_daemon_t d;
-  pto_client_t *c;
-  pto_error_t err;
-  char req[MAX_MSG], note[256];
-  size_t qlen, rlen, n, warm;
-  double *lat, *pp50, *pp99, *raw50, *raw99, *cl50, *cl99, *cpu_per, *ratio50, *ratio99,
-      *raw_ratio50, *cores;
-  int echo_fd, raw_fd;
+  target_t t[NDAEMONS];
+  char req[MAX_MSG], ping_req[64], note[256], key[128];
+  size_t qlen, rlen, plen, n, warm, nidle;
+  double *lat, *lat2[2 + 2 * NDAEMONS];
+  int reps, echo_fd;
   pid_t echo;
 
-  bench_parse_args(argc, argv, "no-op dispatch round trip vs a raw Unix-socket ping-pong", &o);
-  bench_header("RPC latency: noop (1 task) round trip vs Unix-socket ping-pong");
-  n = o.smoke ? 200 : 20000;
-  warm = o.smoke ? 20 : 1000;
-  lat = calloc(n, sizeof *lat);
-  pp50 = calloc((size_t)o.reps * 12, sizeof *pp50);
-  if (!lat || !pp50) fail("calloc");
-  pp99 = pp50 + o.reps;
-  raw50 = pp99 + o.reps;
-  raw99 = raw50 + o.reps;
-  cl50 = raw99 + o.reps;
-  cl99 = cl50 + o.reps;
-  cpu_per = cl99 + o.reps;
-  ratio50 = cpu_per + o.reps;
-  ratio99 = ratio50 + o.reps;
-  raw_ratio50 = ratio99 + o.reps;
-  cores = raw_ratio50 + o.reps;
+  bench_parse_args(argc, argv, "no-op dispatch round trip vs Unix-socket ping-pongs", &o);
+  bench_header("RPC latency: noop (1 task) round trip vs Unix-socket ping-pongs, back to back "
+               "and after idle");
+  reps = o.reps > MAX_REPS ? MAX_REPS : o.reps;
+  n = o.smoke ? 200 : 5000;
+  warm = o.smoke ? 20 : 500;
+  nidle = o.smoke ? 4 : 100;
+  lat = calloc(n + warm, sizeof *lat);
+  for (size_t i = 0; i < 2 + 2 * NDAEMONS; i++) lat2[i] = calloc(nidle, sizeof *lat);
+  if (!lat) fail("calloc");
 
   qlen = capture_request(req, sizeof req);
-  bench_daemon_start(&d, getenv("BENCH_RING") ? getenv("BENCH_RING") : "[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n");
-  raw_fd = connect_raw(d.socket);
   {
-    msgpack_unpacker u;
-    msgpack_unpacked out;
-    msgpack_unpacker_init(&u, MAX_MSG);
-    msgpack_unpacked_init(&out);
-    write_all(raw_fd, req, qlen);
-    rlen = read_response(raw_fd, &u, &out);
-    /* [1, msgid, nil, result]: the dispatch must have succeeded. */
-    if (out.data.type != MSGPACK_OBJECT_ARRAY || out.data.via.array.size != 4 ||
-        out.data.via.array.ptr[2].type != MSGPACK_OBJECT_NIL) {
-      fprintf(stderr, "bench_latency: the noop dispatch failed; see %s\n", d.log);
-      exit(1);
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 4);
+    msgpack_pack_int(&pk, 0);
+    msgpack_pack_uint32(&pk, 7);
+    msgpack_pack_str_with_body(&pk, "ping", 4);
+    msgpack_pack_array(&pk, 0);
+    plen = sb.size;
+    memcpy(ping_req, sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+  }
+  if (getenv("PTOD_BENCH_PTOD"))
+    printf("daemon: %s, on its own defaults (no spin_us: it may predate the key); the spin0 "
+           "and spin50 figures are both that\n", bench_ptod_path());
+  for (int i = 0; i < NDAEMONS; i++) {
+    char conf[256];
+    pto_error_t err;
+    snprintf(conf, sizeof conf, "%s[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n",
+             getenv("PTOD_BENCH_PTOD") ? "" : spin_conf[i]);
+    bench_daemon_start(&t[i].d, conf);
+    t[i].fd = connect_raw(t[i].d.socket);
+    msgpack_unpacker_init(&t[i].u, MAX_MSG);
+    write_all(t[i].fd, req, qlen);
+    rlen = read_response(t[i].fd, &t[i].u, NULL);
+    if (pto_client_connect(t[i].d.socket, 1000, &t[i].c, &err) < 0) {
+      fprintf(stderr, "bench_latency: connect: %s\n", err.message);
+      return 1;
     }
-    msgpack_unpacked_destroy(&out);
-    msgpack_unpacker_destroy(&u);
   }
-  if (pto_client_connect(d.socket, 1000, &c, &err) < 0) {
-    fprintf(stderr, "bench_latency: connect: %s\n", err.message);
-    return 1;
-  }
-  echo = start_echo(&echo_fd, qlen, rlen);
-  printf("request %zu bytes, response %zu bytes; %zu round trips per loop after %zu warm-up, "
-         "%d repetitions\n",
-         qlen, rlen, n, warm, o.reps);
-  printf("%-4s %10s %10s %10s %10s %10s %10s %12s\n", "rep", "pp p50", "pp p99", "raw p50",
-         "raw p99", "cli p50", "cli p99", "daemon cpu");
+  printf("request %zu bytes, response %zu bytes; back to back %zu round trips per loop after "
+         "%zu warm-up; after idle %zu per loop; %d repetitions\n",
+         qlen, rlen, n, warm, nidle, reps);
 
-  for (int r = 0; r < o.reps; r++) {
-    loop_result_t pp = {0, 0}, raw, cl;
-    uint64_t cpu0, cpu1, w0, w1;
-    /* Alternate the order: whatever drifts during a repetition hits each. */
-    if (r % 2 == 0) pp = run_pingpong(echo_fd, req, qlen, rlen, lat, n, warm);
-    raw = run_raw(raw_fd, req, qlen, lat, n, warm);
-    cpu0 = bench_cpu_ns(d.pid);
-    w0 = bench_now_ns();
-    cl = run_client(c, lat, n, warm);
-    w1 = bench_now_ns();
-    cpu1 = bench_cpu_ns(d.pid);
-    if (r % 2 == 1) pp = run_pingpong(echo_fd, req, qlen, rlen, lat, n, warm);
-    pp50[r] = pp.p50;
-    pp99[r] = pp.p99;
-    raw50[r] = raw.p50;
-    raw99[r] = raw.p99;
-    cl50[r] = cl.p50;
-    cl99[r] = cl.p99;
-    cpu_per[r] = (double)(cpu1 - cpu0) / 1000.0 / (double)(n + warm);
-    cores[r] = (double)(cpu1 - cpu0) / (double)(w1 - w0);
-    ratio50[r] = cl.p50 / pp.p50;
-    ratio99[r] = cl.p99 / pp.p99;
-    raw_ratio50[r] = raw.p50 / pp.p50;
-    printf("%-4d %8.1fus %8.1fus %8.1fus %8.1fus %8.1fus %8.1fus %9.1fus/op %5.2f cores\n", r,
-           pp.p50, pp.p99, raw.p50, raw.p99, cl.p50, cl.p99, cpu_per[r], cores[r]);
+  for (int r = 0; r < reps; r++) {
+    /* Back to back: each loop alone, in an order that turns every rep. */
+    for (int step = 0; step < 2 + 2 * NDAEMONS; step++) {
+      int s = (step + r) % (2 + 2 * NDAEMONS);
+      if (s < 2) {
+        bool spin = s == 0;
+        echo = start_echo(&echo_fd, qlen, rlen, spin);
+        for (size_t i = 0; i < warm + n; i++)
+          lat[i] = pingpong_once(echo_fd, req, qlen, rlen, spin);
+        stop_echo(echo_fd, echo);
+        record(&series[spin ? K_PP_SPIN : K_PP_BLOCK], r, lat + warm, n);
+      } else {
+        int di = (s - 2) / 2;
+        bool client = (s - 2) % 2;
+        uint64_t cpu0 = bench_cpu_ns(t[di].d.pid), w0 = bench_now_ns(), cpu1, w1;
+        for (size_t i = 0; i < warm + n; i++)
+          lat[i] = client ? client_once(t[di].c) : raw_once(t[di].fd, &t[di].u, req, qlen);
+        w1 = bench_now_ns();
+        cpu1 = bench_cpu_ns(t[di].d.pid);
+        record(&series[client ? K_CLIENT + di : K_RAW_B2B + di], r, lat + warm, n);
+        if (!client) {
+          cpu_per[di][r] = (double)(cpu1 - cpu0) / 1000.0 / (double)(n + warm);
+          cores[di][r] = (double)(cpu1 - cpu0) / (double)(w1 - w0);
+        }
+      }
+    }
+    /* After idle: interleaved sample by sample. */
+    for (int gap = 0; gap < 2; gap++) {
+      uint64_t idle_us = gap == 0 ? 20000 : 2000;
+      echo = start_echo(&echo_fd, qlen, rlen, false);
+      for (size_t i = 0; i < nidle; i++) {
+        int m = 0;
+        bench_sleep_us(idle_us);
+        lat2[m++][i] = pingpong_once(echo_fd, req, qlen, rlen, false);
+        for (int di = 0; di < NDAEMONS; di++) {
+          bench_sleep_us(idle_us);
+          lat2[m++][i] = raw_once(t[di].fd, &t[di].u, req, qlen);
+          if (gap == 0) {
+            bench_sleep_us(idle_us);
+            lat2[m++][i] = raw_once(t[di].fd, &t[di].u, ping_req, plen);
+          }
+        }
+      }
+      stop_echo(echo_fd, echo);
+      record(&series[gap == 0 ? K_PP_IDLE20 : K_PP_IDLE2], r, lat2[0], nidle);
+      for (int di = 0, m = 1; di < NDAEMONS; di++) {
+        record(&series[(gap == 0 ? K_RAW_IDLE20 : K_RAW_IDLE2) + di], r, lat2[m++], nidle);
+        if (gap == 0) record(&series[K_PING_IDLE20 + di], r, lat2[m++], nidle);
+      }
+    }
+    printf("rep %d: pp spin %.1f block %.1f idle20 %.1f idle2 %.1f us |", r,
+           series[K_PP_SPIN].p50[r], series[K_PP_BLOCK].p50[r], series[K_PP_IDLE20].p50[r],
+           series[K_PP_IDLE2].p50[r]);
+    for (int di = 0; di < NDAEMONS; di++)
+      printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f us, %.1f us cpu, "
+             "%.2f cores |",
+             spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
+             series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
+             series[K_CLIENT + di].p50[r], cpu_per[di][r], cores[di][r]);
+    printf("\n");
     fflush(stdout);
   }
 
   /* Idle: any spin must have ended. */
-  {
+  for (int di = 0; di < NDAEMONS; di++) {
     uint64_t cpu0, cpu1, t0, t1;
     bench_sleep_us(200000);
-    cpu0 = bench_cpu_ns(d.pid);
+    cpu0 = bench_cpu_ns(t[di].d.pid);
     t0 = bench_now_ns();
     bench_sleep_us(o.smoke ? 200000 : 2000000);
-    cpu1 = bench_cpu_ns(d.pid);
+    cpu1 = bench_cpu_ns(t[di].d.pid);
     t1 = bench_now_ns();
-    bench_figure("latency.idle_cpu", 100.0 * (double)(cpu1 - cpu0) / (double)(t1 - t0), "%",
+    snprintf(key, sizeof key, "latency.%s.idle_cpu", spin_names[di]);
+    bench_figure(key, 100.0 * (double)(cpu1 - cpu0) / (double)(t1 - t0), "%",
                  "daemon CPU use while idle, from 0.2 s after the last dispatch; target ~0");
   }
 
-  snprintf(note, sizeof note, "baseline: Unix-socket ping-pong, two processes, %zu B -> %zu B",
-           qlen, rlen);
-  bench_figure("latency.pingpong.p50", bench_median(pp50, (size_t)o.reps), "us", note);
-  bench_figure("latency.pingpong.p99", bench_median(pp99, (size_t)o.reps), "us", note);
-  bench_figure("latency.dispatch.p50", bench_median(cl50, (size_t)o.reps), "us",
-               "noop(1) through libptoclient");
-  bench_figure("latency.dispatch.p99", bench_median(cl99, (size_t)o.reps), "us",
-               "noop(1) through libptoclient");
-  bench_figure("latency.ratio.p50", bench_median(ratio50, (size_t)o.reps), "x",
-               "dispatch p50 / ping-pong p50, same run; target <= 2.0");
-  bench_figure("latency.ratio.p99", bench_median(ratio99, (size_t)o.reps), "x",
-               "dispatch p99 / ping-pong p99, same run");
-  bench_figure("latency.raw.p50", bench_median(raw50, (size_t)o.reps), "us",
-               "noop(1), request bytes on a plain socket (no client library)");
-  bench_figure("latency.raw.p99", bench_median(raw99, (size_t)o.reps), "us",
-               "noop(1), request bytes on a plain socket (no client library)");
-  bench_figure("latency.raw_ratio.p50", bench_median(raw_ratio50, (size_t)o.reps), "x",
-               "raw dispatch p50 / ping-pong p50, same run");
-  bench_figure("latency.daemon_cpu_per_dispatch", bench_median(cpu_per, (size_t)o.reps), "us",
-               "daemon CPU time (all threads) per dispatch, spins included");
-  bench_figure("latency.daemon_cores", bench_median(cores, (size_t)o.reps), "cores",
-               "daemon CPU time / wall time during the dispatch loop (2 = both vCPUs)");
+  snprintf(note, sizeof note, "baseline: Unix-socket ping-pong, two processes, %zu B -> %zu B, "
+           "both sides spinning on non-blocking reads (the floor)", qlen, rlen);
+  figure_series("pingpong_spin", K_PP_SPIN, reps, note);
+  figure_series("pingpong_block", K_PP_BLOCK, reps, "the same, blocking reads, back to back");
+  figure_series("pingpong_idle20", K_PP_IDLE20, reps,
+                "the same, blocking, each round trip after 20 ms idle (a wake-up)");
+  figure_series("pingpong_idle2", K_PP_IDLE2, reps, "the same, after 2 ms idle");
+  for (int di = 0; di < NDAEMONS; di++) {
+    const char *sn = spin_names[di];
+    char k2[96];
+    snprintf(k2, sizeof k2, "%s.b2b", sn);
+    snprintf(note, sizeof note, "noop(1), raw socket, back to back, %s", spin_conf[di] + 9);
+    note[strcspn(note, "\n")] = '\0';
+    figure_series(k2, K_RAW_B2B + di, reps, note);
+    snprintf(k2, sizeof k2, "%s.idle20", sn);
+    figure_series(k2, K_RAW_IDLE20 + di, reps, "noop(1), raw socket, each after 20 ms idle");
+    snprintf(k2, sizeof k2, "%s.idle2", sn);
+    figure_series(k2, K_RAW_IDLE2 + di, reps, "noop(1), raw socket, each after 2 ms idle");
+    snprintf(k2, sizeof k2, "%s.ping_idle20", sn);
+    figure_series(k2, K_PING_IDLE20 + di, reps, "ping (no device thread), after 20 ms idle");
+    snprintf(k2, sizeof k2, "%s.client", sn);
+    figure_series(k2, K_CLIENT + di, reps, "noop(1) through libptoclient, back to back");
 
-  pto_client_close(c);
-  close(raw_fd);
-  close(echo_fd);
-  waitpid(echo, NULL, 0);
-  bench_daemon_stop(&d);
+    snprintf(key, sizeof key, "latency.%s.b2b_vs_spin.p50", sn);
+    bench_figure(key, med_ratio(series[K_RAW_B2B + di].p50, series[K_PP_SPIN].p50, reps), "x",
+                 "raw dispatch back to back / spinning ping-pong, p50, same run; target <= 2");
+    snprintf(key, sizeof key, "latency.%s.b2b_vs_block.p50", sn);
+    bench_figure(key, med_ratio(series[K_RAW_B2B + di].p50, series[K_PP_BLOCK].p50, reps), "x",
+                 "raw dispatch back to back / blocking ping-pong, p50, same run");
+    snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p50", sn);
+    bench_figure(key, med_ratio(series[K_RAW_IDLE20 + di].p50, series[K_PP_IDLE20].p50, reps),
+                 "x", "dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, p50, "
+                      "interleaved; target <= 2");
+    snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p99", sn);
+    bench_figure(key, med_ratio(series[K_RAW_IDLE20 + di].p99, series[K_PP_IDLE20].p99, reps),
+                 "x", "the same, p99");
+    snprintf(key, sizeof key, "latency.%s.idle2_vs_block.p50", sn);
+    bench_figure(key, med_ratio(series[K_RAW_IDLE2 + di].p50, series[K_PP_IDLE2].p50, reps), "x",
+                 "dispatch after 2 ms idle / blocking ping-pong after 2 ms idle, p50");
+    snprintf(key, sizeof key, "latency.%s.daemon_cpu_per_dispatch", sn);
+    bench_figure(key, med(cpu_per[di], reps), "us",
+                 "daemon CPU time (all threads) per dispatch, raw back to back, spins included");
+    snprintf(key, sizeof key, "latency.%s.daemon_cores", sn);
+    bench_figure(key, med(cores[di], reps), "cores",
+                 "daemon CPU time / wall time while raw dispatches stream back to back (of 2)");
+  }
+
+  for (int i = 0; i < NDAEMONS; i++) {
+    pto_client_close(t[i].c);
+    close(t[i].fd);
+    msgpack_unpacker_destroy(&t[i].u);
+    bench_daemon_stop(&t[i].d);
+  }
+  for (size_t i = 0; i < 2 + 2 * NDAEMONS; i++) free(lat2[i]);
   free(lat);
-  free(pp50);
   return 0;
 }

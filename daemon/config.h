@@ -80,6 +80,7 @@ typedef struct cfg_daemon {
   uint32_t max_objects;           /* msgpack objects per message */
   uint64_t shm_limit;             /* bytes of shm regions mapped per connection */
   uint64_t idle_timeout_ms;       /* 0: connections may idle forever */
+  uint32_t spin_us;               /* hand-off spin window (dsp_set_spin_us) */
   uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */
   uint64_t client_timeout_ms;     /* from a message's first byte to its last */
   uint64_t output_limit;          /* bytes of unsent responses per client */

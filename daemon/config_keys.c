@@ -66,6 +66,10 @@ static const cfg_key_t key_table[] = {
     KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, true, "1048576",
         "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
         "gets MESSAGE_TOO_LARGE."),
+    KEY("daemon", "spin_us", CFG_T_UINT, daemon.spin_us, 0, 10000, true, "50",
+        "Microseconds the device thread and the loop stay awake for each other after a "
+        "dispatch; 0 leaves the CPU to the serving process at once (each dispatch then pays "
+        "a wake-up)."),
     KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY, true, "30s",
         "On SIGTERM, how long the running dispatch may take to finish; keep it below systemd's "
         "TimeoutStopSec."),

@@ -15,13 +15,15 @@
  * every queued job with DSP_SHUTDOWN and lets the running one finish.
  *
  * Hand-offs, both ways, are bounded spins before sleeps: the device thread
- * looks for the next job for 50 us after finishing one before it sleeps on
- * its condition variable, and while jobs are in flight the loop polls (a
- * uv_idle handle: epoll with no timeout, yielding the CPU each turn) for
- * 50 us after the last admission or completion, picking completions up
- * without the uv_async wake-up.  A thread woken from sleep costs tens of
+ * looks for the next job for a spin window (default 50 us,
+ * dsp_set_spin_us) after finishing one before it sleeps on its condition
+ * variable, and while jobs are in flight the loop polls (a uv_idle handle:
+ * epoll with no timeout, yielding the CPU each turn) for the same window
+ * after the last admission or completion, picking completions up without
+ * the uv_async wake-up.  A thread woken from sleep costs tens of
  * microseconds on a virtual machine; this keeps back-to-back dispatches
- * from paying it, and an idle daemon still uses no CPU.
+ * from paying it, and an idle daemon still uses no CPU.  A sleeping device
+ * thread is woken on the loop's CPU (an idle vCPU takes 100+ us to wake).
  */
 #ifndef PTOD_DISPATCH_H
 #define PTOD_DISPATCH_H
@@ -93,6 +95,12 @@ void dsp_get_stats(dsp_t *dsp, dsp_stats_t *ret_stats);
 void dsp_set_batch_hooks(dsp_t *dsp, void (*begin)(void *data), void (*end)(void *data),
                          void *data);
 void dsp_set_capacity(dsp_t *dsp, uint32_t capacity);
+
+/* The spin window of both hand-offs, in us (at most DSP_MAX_SPIN_US; 0: no
+ * spinning: every hand-off to a thread that has gone idle is a wake-up).
+ * Any thread; takes effect at the next hand-off.  Default 50. */
+#define DSP_MAX_SPIN_US 10000u
+void dsp_set_spin_us(dsp_t *dsp, uint32_t spin_us);
 
 /* Stop admitting; queued jobs complete with DSP_SHUTDOWN (their completions
  * run on the loop as usual). */

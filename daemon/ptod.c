@@ -172,6 +172,8 @@ static void apply_server(life_t *life) {
 
 static void apply_log_level(life_t *life) { log_set_level(life->d.cfg.daemon.log_level); }
 
+static void apply_spin(life_t *life) { dsp_set_spin_us(life->d.dsp, life->d.cfg.daemon.spin_us); }
+
 static void apply_queue(life_t *life) {
   dsp_set_capacity(life->d.dsp, req_queue_capacity(&life->d.cfg));
 }
@@ -193,7 +195,7 @@ static const struct live_key {
     {"daemon", "output_limit", apply_server},     {"daemon", "log_level", apply_log_level},
     {"daemon", "queue_depth", apply_queue},       {"daemon", "queue_full", apply_queue},
     {"daemon", "drain_timeout", apply_where_used}, {"daemon", "diagnostics_dir", apply_where_used},
-    {"daemon", "shm_limit", apply_where_used},
+    {"daemon", "shm_limit", apply_where_used},    {"daemon", "spin_us", apply_spin},
     {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
     {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},
     {"ring", "dep_pool", apply_where_used},       {"prewarm", "task_window", apply_where_used},
@@ -407,6 +409,7 @@ int ptod_run(const char *config_path) {
     log_err("Failed to start the device thread.");
     goto out_dsp;
   }
+  dsp_set_spin_us(d->dsp, d->cfg.daemon.spin_us);
 
   /* 3. the socket, before the long prewarm: a path that is unsafe or that a
    * live daemon serves fails now, in milliseconds.  Until 5. connections

@@ -108,8 +108,57 @@ double bench_max(const double *v, size_t n) {
   return m;
 }
 
+/* The first line of `path` (newline cut) into buf, or "unknown". */
+static void read_line(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  snprintf(buf, cap, "unknown");
+  if (!f) return;
+  if (fgets(buf, (int)cap, f)) buf[strcspn(buf, "\n")] = '\0';
+  fclose(f);
+}
+
+/* The hypervisor's CPUID signature (leaf 0x40000000), or "none". */
+static void hypervisor(char *buf, size_t cap) {
+  snprintf(buf, cap, "none");
+#if defined(__x86_64__) || defined(__i386__)
+  {
+    unsigned a, b, c, d, ecx1;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(ecx1), "=d"(d) : "a"(1), "c"(0));
+    if (ecx1 & (1u << 31)) {
+      char sig[13];
+      __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x40000000u), "c"(0));
+      memcpy(sig, &b, 4);
+      memcpy(sig + 4, &c, 4);
+      memcpy(sig + 8, &d, 4);
+      sig[12] = '\0';
+      snprintf(buf, cap, "%s", sig[0] ? sig : "unnamed");
+    }
+  }
+#endif
+}
+
+/* Whether a virtio balloon reports free pages to the host (feature bit 5,
+ * VIRTIO_BALLOON_F_REPORTING): then memory freed a while ago is given back
+ * to the host, and committing it again pays the host's faults too. */
+static const char *free_page_reporting(void) {
+  DIR *dir = opendir("/sys/bus/virtio/drivers/virtio_balloon");
+  const char *state = "no balloon";
+  struct dirent *e;
+  if (!dir) return state;
+  while ((e = readdir(dir))) {
+    char path[512], bits[256];
+    if (strncmp(e->d_name, "virtio", 6) != 0) continue;
+    snprintf(path, sizeof path, "/sys/bus/virtio/drivers/virtio_balloon/%s/features", e->d_name);
+    read_line(path, bits, sizeof bits);
+    state = strlen(bits) > 5 && bits[5] == '1' ? "on" : "off";
+  }
+  closedir(dir);
+  return state;
+}
+
 void bench_header(const char *title) {
-  char line[512], model[256] = "unknown";
+  char line[512], model[256] = "unknown", hv[16], thp[128], defrag[128], order[32], idle[64];
+  char loadavg[64];
   struct utsname u;
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (f) {
@@ -126,10 +175,27 @@ void bench_header(const char *title) {
     fclose(f);
   }
   if (uname(&u) != 0) snprintf(u.release, sizeof u.release, "unknown");
+  hypervisor(hv, sizeof hv);
+  read_line("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp);
+  read_line("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof defrag);
+  read_line("/sys/module/page_reporting/parameters/page_reporting_order", order, sizeof order);
+  read_line("/sys/devices/system/cpu/cpuidle/current_driver", idle, sizeof idle);
+  read_line("/proc/loadavg", loadavg, sizeof loadavg);
   printf("== %s\n", title);
-  printf("machine: %ld CPUs online, %s, Linux %s\n", sysconf(_SC_NPROCESSORS_ONLN), model,
-         u.release);
+  /* One line, the same in every benchmark: scripts/bench files it with the
+   * figures. */
+  printf("MACHINE cpus=%ld model=\"%s\" hypervisor=%s kernel=%s thp=\"%s\" thp_defrag=\"%s\" "
+         "free_page_reporting=%s(order %s) cpuidle=%s load=\"%.14s\"\n",
+         sysconf(_SC_NPROCESSORS_ONLN), model, hv, u.release, thp, defrag, free_page_reporting(),
+         order, idle, loadavg);
   fflush(stdout);
+}
+
+const char *bench_loadavg(void) {
+  static char buf[64];
+  read_line("/proc/loadavg", buf, sizeof buf);
+  buf[14] = '\0';
+  return buf;
 }
 
 void bench_figure(const char *key, double value, const char *unit, const char *note) {
@@ -140,6 +206,11 @@ void bench_figure(const char *key, double value, const char *unit, const char *n
 /* ---- a daemon for the run ------------------------------------------------ */
 
 const char *bench_programs_dir(void) { return PTOD_BENCH_PROGRAMS_DIR; }
+
+const char *bench_ptod_path(void) {
+  const char *other = getenv("PTOD_BENCH_PTOD");
+  return other && *other ? other : PTOD_BENCH_PTOD;
+}
 
 static bool daemon_ready(const char *socket) {
   pto_client_t *c;
@@ -191,8 +262,8 @@ void bench_daemon_start(bench_daemon_t *d, const char *config) {
       dup2(fd, 2);
       dup2(fd, 1);
     }
-    execl(PTOD_BENCH_PTOD, "ptod", "--config", path, (char *)NULL);
-    fprintf(stderr, "Failed to run '%s': %s.\n", PTOD_BENCH_PTOD, strerror(errno));
+    execl(bench_ptod_path(), "ptod", "--config", path, (char *)NULL);
+    fprintf(stderr, "Failed to run '%s': %s.\n", bench_ptod_path(), strerror(errno));
     _exit(127);
   }
   t0 = bench_now_ns();

@@ -45,8 +45,15 @@ double bench_percentile(double *v, size_t n, double p);
 double bench_min(const double *v, size_t n);
 double bench_max(const double *v, size_t n);
 
-/* Print the benchmark's title and the machine: CPUs, CPU model, kernel. */
+/* Print the benchmark's title and one MACHINE line: CPUs, CPU model, the
+ * hypervisor, kernel, transparent huge page mode, whether free pages are
+ * reported to the host, the idle driver and the load average.  Every
+ * benchmark prints it first; scripts/bench files it with the figures. */
 void bench_header(const char *title);
+
+/* The first three fields of /proc/loadavg, for per-repetition lines (a
+ * static buffer). */
+const char *bench_loadavg(void);
 
 /* One figure line (see above).  `note` says what the value is compared with
  * and the target; may be NULL. */
@@ -69,6 +76,10 @@ typedef struct bench_daemon {
 void bench_daemon_start(bench_daemon_t *d, const char *config);
 /* SIGTERM, wait, remove the directory; prints the log if it did not exit 0. */
 void bench_daemon_stop(bench_daemon_t *d);
+
+/* The ptod the benchmarks start: this build's, or $PTOD_BENCH_PTOD (another
+ * build's, for a before/after comparison in one run of a benchmark). */
+const char *bench_ptod_path(void);
 
 /* The programs directory the benchmarks' daemons use (noop and the bench
  * programs). */

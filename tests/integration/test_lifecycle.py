@@ -35,7 +35,8 @@ class StartUp(harness.DaemonTest):
             with self.subTest(var=var):
                 d = self.start_fails(env={var: value})
                 self.assertIn(text, d.read_log())
-                self.assertIsNotNone(d.notify.find("ERRNO="))
+                # The datagram may reach the listener thread after the exit is seen.
+                d.notify.wait_for("ERRNO=", timeout=5)
 
     def test_invalid_config_value(self):
         d = self.start_fails(config={"ring": {"heap": "1000"}})

@@ -547,7 +547,8 @@ START_TEST(unknown_sections_and_keys) {
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
                "max_message, max_pending, queue_depth, queue_full, input_limit, "
-               "clients_memory, shm_limit, max_objects, drain_timeout, client_timeout, idle_timeout, "
+               "clients_memory, shm_limit, max_objects, spin_us, drain_timeout, client_timeout, "
+               "idle_timeout, "
                "output_limit, diagnostics_dir, log_level.");
   expect_error("[ring]\nwindow = 64\n", 2,
                "[ring] window = 64: unknown key; the keys of [ring] are task_window, heap, "
@@ -815,6 +816,7 @@ static const char *const other_value[][3] = {
     {"daemon", "max_message", "1M"},
     {"daemon", "max_pending", "1"},
     {"daemon", "queue_depth", "1"},
+    {"daemon", "spin_us", "0"},
     {"daemon", "drain_timeout", "1s"},
     {"daemon", "client_timeout", "1s"},
     {"daemon", "output_limit", "1M"},
