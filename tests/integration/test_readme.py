@@ -149,6 +149,31 @@ class Readme(harness.DaemonTest):
                       "--cflags --libs ptoclient) -o fragment && ./fragment 2>&1")
         self.assertEqual(out, "")  # no error printed: the dispatch succeeded
 
+    def test_shm_ptoctl(self):
+        _, body = self.block("Moving tensors through shared memory", "build/run/client/ptoctl ")
+        self.assertIn("--shm", body)
+        self.serve()
+        self.assertIn("output 2   12 bytes: f32 [11, 22, 33]", self.sh(body))
+
+    def test_shm_python(self):
+        _, body = self.block("Moving tensors through shared memory",
+                             "PYTHONPATH=client/python /usr/bin/python3")
+        self.serve()
+        said = re.search(r"^It prints `(\[11\.0, 22\.0, 33\.0\] \[None.*?\])`", self.text,
+                         re.M)
+        self.assertIsNotNone(said, "the README no longer says what the shm example prints")
+        self.assertEqual(self.sh(body).strip(), said.group(1))
+
+    def test_shm_c_fragment(self):
+        _, body = self.block("Moving tensors through shared memory", "pto_client_t *c;")
+        with open(os.path.join(self.work, "shm.c"), "w") as f:
+            f.write("#include <stdio.h>\n#include <string.h>\n#include <pto/client.h>\n\n"
+                    "int main(void) {\n%s  return 0;\n}\n" % body)
+        self.serve()
+        out = self.sh("cc -Wall -Werror shm.c $(PKG_CONFIG_PATH=build/run/client pkg-config "
+                      "--cflags --libs ptoclient) -o shm && ./shm 2>&1")
+        self.assertEqual(out, "11 22 33\n")
+
     def test_hello_from_the_build_tree(self):
         _, body = self.block("Per-dispatch ring sizing from each client", "cc examples/client/hello.c")
         self.assertIn("PKG_CONFIG_PATH=build/run/client", body)
