@@ -4,10 +4,16 @@
  * checks, and no fd or mapping left behind. */
 #include <check.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <msgpack.h>
 
 #include <pto/client.h>
 
@@ -271,6 +277,88 @@ START_TEST(library_checks) {
 }
 END_TEST
 
+/* A daemon of protocol 1.0: it answers every request as a ping without
+ * `features`, and counts the requests. */
+typedef struct old_daemon {
+  int listen_fd;
+  int requests;
+  char path[108];
+} old_daemon_t;
+
+static void *old_daemon_serve(void *arg) {
+  old_daemon_t *o = arg;
+  int fd = accept(o->listen_fd, NULL, NULL);
+  msgpack_unpacker u;
+  msgpack_unpacked m;
+  ck_assert_int_ge(fd, 0);
+  msgpack_unpacker_init(&u, 4096);
+  msgpack_unpacked_init(&m);
+  for (;;) {
+    ssize_t n;
+    msgpack_unpacker_reserve_buffer(&u, 4096);
+    n = read(fd, msgpack_unpacker_buffer(&u), 4096);
+    if (n <= 0) break;
+    msgpack_unpacker_buffer_consumed(&u, (size_t)n);
+    while (msgpack_unpacker_next(&u, &m) == MSGPACK_UNPACK_SUCCESS) {
+      msgpack_sbuffer sb;
+      msgpack_packer pk;
+      uint64_t msgid = m.data.via.array.ptr[1].via.u64;
+      o->requests++;
+      msgpack_sbuffer_init(&sb);
+      msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+      msgpack_pack_array(&pk, 4);
+      msgpack_pack_int(&pk, 1);
+      msgpack_pack_uint64(&pk, msgid);
+      msgpack_pack_nil(&pk);
+      msgpack_pack_map(&pk, 3);
+      msgpack_pack_str_with_body(&pk, "version", 7);
+      msgpack_pack_str_with_body(&pk, "0.0.9", 5);
+      msgpack_pack_str_with_body(&pk, "device", 6);
+      msgpack_pack_int(&pk, 0);
+      msgpack_pack_str_with_body(&pk, "state", 5);
+      msgpack_pack_str_with_body(&pk, "ready", 5);
+      ck_assert_int_eq(write(fd, sb.data, sb.size), (ssize_t)sb.size);
+      msgpack_sbuffer_destroy(&sb);
+    }
+  }
+  msgpack_unpacked_destroy(&m);
+  msgpack_unpacker_destroy(&u);
+  close(fd);
+  return NULL;
+}
+
+START_TEST(a_daemon_without_the_feature) {
+  old_daemon_t o = {.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  pthread_t th;
+  pto_client_t *c;
+  pto_shm_t *r = NULL;
+  pto_error_t err;
+  pto_ping_t *p;
+  snprintf(o.path, sizeof o.path, "%s/old.sock", daemon_.dir);
+  snprintf(addr.sun_path, sizeof addr.sun_path, "%s", o.path);
+  ck_assert_int_eq(bind(o.listen_fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  ck_assert_int_eq(listen(o.listen_fd, 1), 0);
+  ck_assert_int_eq(pthread_create(&th, NULL, old_daemon_serve, &o), 0);
+  ck_assert_msg(pto_client_connect(o.path, 5000, &c, &err) == 0, "%s", err.message);
+  ck_assert_int_eq(pto_client_ping(c, 5000, &p, &err), 0);
+  ck_assert_uint_eq(p->nfeatures, 0); /* no features: speaks none */
+  ck_assert(!pto_ping_has_feature(p, "shm"));
+  pto_result_free(p);
+  ck_assert_int_eq(pto_shm_create(c, 4096, 5000, &r, &err), -PTO_E_UNSUPPORTED);
+  ck_assert_msg(strstr(err.message, "0.0.9") && strstr(err.message, "\"shm\""), "%s",
+                err.message);
+  ck_assert_str_eq(pto_client_error_name(err.code), "UNSUPPORTED");
+  ck_assert(pto_client_error_is_local(err.code));
+  ck_assert_int_eq(pto_shm_create(c, 4096, 5000, &r, &err), -PTO_E_UNSUPPORTED);
+  ck_assert_ptr_null(r);
+  pto_client_close(c);
+  pthread_join(th, NULL);
+  close(o.listen_fd);
+  ck_assert_int_eq(o.requests, 2); /* the test's ping and one feature check, nothing else */
+}
+END_TEST
+
 /* Regions hold no fd once registered, and free unmaps and unregisters. */
 START_TEST(no_fd_left_behind) {
   pto_client_t *c = connect_();
@@ -310,6 +398,7 @@ int main(void) {
   tcase_add_test(tc, daemon_refusals_pass_through);
   tcase_add_test(tc, library_checks);
   tcase_add_test(tc, no_fd_left_behind);
+  tcase_add_test(tc, a_daemon_without_the_feature);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
