@@ -695,7 +695,8 @@ class Client:
             raise ValueError("A shared-memory region must be 1 to %d bytes, got %r."
                              % (BYTES_MAX, nbytes))
         deadline = _deadline(self.timeout if timeout is None else timeout)
-        if "shm" not in self.features(_left(deadline)):
+        left = _left(deadline)
+        if "shm" not in self.features(math.inf if left is None else max(0.0, left)):
             raise Unsupported("ptod at %s does not support shared-memory arguments: its ping "
                               "lists no \"shm\" feature. Upgrade the daemon, or send the data "
                               "inline (Data)." % self.socket_path)
