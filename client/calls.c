@@ -35,6 +35,14 @@ static int convert_args(const pto_dispatch_req_t *d, proto_arg_t **ret_args, pto
     const pto_dispatch_arg_t *a = &d->args[i];
     proto_arg_t *p = &args[i];
     p->kind = a->kind;
+    if (a->buffer && (a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT ||
+                      a->kind == PTO_ARG_OUTPUT)) {
+      /* pto_arg_shm: a range of a shared-memory region */
+      p->shm = a->buffer;
+      p->offset = a->offset;
+      p->bytes = a->bytes;
+      continue;
+    }
     switch (a->kind) {
       case PTO_ARG_BUFFER:
         if (!a->buffer) goto bad;
@@ -57,6 +65,11 @@ static int convert_args(const pto_dispatch_req_t *d, proto_arg_t **ret_args, pto
     continue;
   bad:
     free(args);
+    if (a->kind == PTO_ARG_SHM_INVALID_)
+      return client_error(err, PTO_E_INVALID_ARGUMENT,
+                          "Dispatch argument %u is invalid: pto_arg_shm() needs a region and the "
+                          "kind PTO_ARG_INPUT, PTO_ARG_OUTPUT or PTO_ARG_INOUT.",
+                          i);
     return client_error(err, PTO_E_INVALID_ARGUMENT, "Dispatch argument %u is invalid: kind %d %s.",
                         i, (int)a->kind,
                         (unsigned)a->kind > PTO_ARG_FLOAT ? "is not a pto_arg_kind_t"
@@ -80,7 +93,15 @@ int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request
     case PTO_METHOD_METRICS:
     case PTO_METHOD_PROGRAMS:
     case PTO_METHOD_BUFFER_LIST:
+    case PTO_METHOD_SHM_LIST:
     case PTO_METHOD_ADVISE: pp = NULL; break;
+    case PTO_METHOD_SHM_REGISTER:
+    case PTO_METHOD_SHM_UNREGISTER:
+      return client_error(err, PTO_E_INVALID_ARGUMENT,
+                          "'%s' cannot be sent with pto_client_send: a region is registered with "
+                          "pto_shm_create() (its fd travels with the request) and unregistered "
+                          "with pto_shm_free().",
+                          pto_method_name(req->method));
     case PTO_METHOD_DISPATCH: {
       const pto_dispatch_req_t *d = &req->u.dispatch;
       if (!d->program) return missing(err, "dispatch", "a program name");
@@ -176,6 +197,7 @@ SIMPLE_CALL(pto_client_metrics, PTO_METHOD_METRICS, pto_text_t)
 SIMPLE_CALL(pto_client_programs, PTO_METHOD_PROGRAMS, pto_programs_t)
 SIMPLE_CALL(pto_client_buffer_list, PTO_METHOD_BUFFER_LIST, pto_buffer_list_t)
 SIMPLE_CALL(pto_client_advise, PTO_METHOD_ADVISE, pto_advise_t)
+SIMPLE_CALL(pto_client_shm_list, PTO_METHOD_SHM_LIST, pto_buffer_list_t)
 
 int pto_client_dispatch(pto_client_t *c, const pto_dispatch_req_t *d, int timeout_ms,
                         pto_dispatch_result_t **ret_result, pto_error_t *ret_err) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ typedef enum slot_state { SLOT_SENT, SLOT_DONE, SLOT_DISCARDED } slot_state_t;
 typedef struct slot {
   uint32_t msgid;
   proto_method_t method;
+  proto_method_t decode; /* the shape of its result: method, but for buffer.read into shm */
   slot_state_t state;
   int rc;           /* SLOT_DONE: 0 or -code */
   void *result;     /* SLOT_DONE, rc == 0 */
@@ -60,6 +62,7 @@ struct pto_client {
   bool dead;
   pto_error_t dead_err; /* why; given to every later call */
   pto_dispatch_result_t *error_dfx; /* the last failed dispatch's artefacts */
+  client_shm_state_t shm;
 };
 
 /* --- time ----------------------------------------------------------------- */
@@ -114,7 +117,7 @@ static void slot_fail(slot_t *s, const pto_error_t *err) {
 
 static int method_of(pto_client_t *c, uint32_t msgid) {
   slot_t *s = slot_find(c, msgid);
-  return s && s->state == SLOT_SENT ? (int)s->method : -1;
+  return s && s->state == SLOT_SENT ? (int)s->decode : -1;
 }
 
 void client_learn_device(pto_client_t *c, uint32_t device) {
@@ -423,6 +426,7 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   snprintf(c->path, sizeof(c->path), "%s", socket_path);
   c->device = -1;
   c->next_msgid = 1;
+  c->shm.feature = -1;
   proto_reader_init(&c->reader, CLIENT_MAX_MESSAGE);
   msgpack_sbuffer_init(&c->sb);
   *ret_client = c;
@@ -488,6 +492,7 @@ int pto_client_env_sizing_note(char *buf, size_t len) {
 
 void pto_client_close(pto_client_t *c) {
   if (!c) return;
+  client_shm_detach_all(c);
   if (c->fd >= 0) close(c->fd);
   for (size_t i = 0; i < c->nslots; i++) slot_release(&c->slots[i]);
   free(c->slots);
@@ -495,6 +500,10 @@ void pto_client_close(pto_client_t *c) {
   msgpack_sbuffer_destroy(&c->sb);
   pto_result_free(c->error_dfx);
   free(c);
+}
+
+client_shm_state_t *client_shm_state(pto_client_t *c) {
+  return &c->shm;
 }
 
 const pto_dfx_t *pto_client_error_dfx(const pto_client_t *c) {
@@ -538,9 +547,32 @@ static int dead_error(const pto_client_t *c, pto_error_t *err) {
   return -c->dead_err.code;
 }
 
-/* Write data whole.  Answers that come meanwhile are read and delivered. */
-static int conn_write(pto_client_t *c, const uint8_t *data, size_t len, int64_t deadline,
-                      size_t *ret_written) {
+/* One send(); pass_fd >= 0 goes with it as SCM_RIGHTS (with its first
+ * byte, so the kernel attaches it to this request). */
+static ssize_t send_some(int fd, const uint8_t *data, size_t len, int pass_fd) {
+  struct iovec iov = {.iov_base = (void *)(uintptr_t)data, .iov_len = len};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  struct cmsghdr *cm;
+  if (pass_fd < 0) return send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  memset(&ctl, 0, sizeof(ctl));
+  msg.msg_control = ctl.buf;
+  msg.msg_controllen = sizeof(ctl.buf);
+  cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+  return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Write data whole, pass_fd (>= 0) with its first bytes.  Answers that
+ * come meanwhile are read and delivered. */
+static int conn_write(pto_client_t *c, const uint8_t *data, size_t len, int pass_fd,
+                      int64_t deadline, size_t *ret_written) {
   size_t off = 0;
   *ret_written = 0;
   while (off < len) {
@@ -553,7 +585,7 @@ static int conn_write(pto_client_t *c, const uint8_t *data, size_t len, int64_t 
       if (c->dead) return -1;
     }
     if (ev & POLLOUT) {
-      ssize_t n = send(c->fd, data + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = send_some(c->fd, data + off, len - off, off == 0 ? pass_fd : -1);
       if (n < 0) {
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
         /* EPIPE, ECONNRESET: the daemon closed; read what it said first. */
@@ -600,27 +632,18 @@ static int slot_collect(pto_client_t *c, slot_t *s, void **ret_result, pto_error
   return rc;
 }
 
-int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
-                      uint32_t *ret_msgid, pto_error_t *err) {
-  uint32_t msgid;
+/* Send the request msgid that c->sb holds. */
+static int send_encoded(pto_client_t *c, uint32_t msgid, proto_method_t method,
+                        proto_method_t decode, int pass_fd, int64_t deadline, pto_error_t *err) {
   size_t written = 0;
   int rc;
   slot_t *s;
 
-  if (!c || !req)
-    return client_error(err, PTO_E_INVALID_ARGUMENT,
-                        "pto_client_send needs a client and a request.");
-  if (c->dead) return dead_error(c, err);
-  if (c->next_msgid == 0) c->next_msgid = 1; /* 0 means "none" in wait_any */
-  msgid = c->next_msgid++;
-
-  msgpack_sbuffer_clear(&c->sb);
-  rc = client_encode_request(&c->sb, msgid, req, err);
-  if (rc < 0) return rc;
-  rc = slot_add(c, (proto_method_t)req->method, msgid);
+  rc = slot_add(c, method, msgid);
   if (rc < 0) return client_error(err, PTO_E_NO_MEMORY, NULL);
+  c->slots[c->nslots - 1].decode = decode;
 
-  rc = conn_write(c, (const uint8_t *)c->sb.data, c->sb.size, deadline, &written);
+  rc = conn_write(c, (const uint8_t *)c->sb.data, c->sb.size, pass_fd, deadline, &written);
   if (c->sb.alloc > KEEP_SBUFFER) {
     msgpack_sbuffer_destroy(&c->sb);
     msgpack_sbuffer_init(&c->sb);
@@ -645,14 +668,53 @@ int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadlin
     return client_error(err, PTO_E_TIMEOUT,
                         "Sending '%s' to ptod at '%s' did not finish within the timeout; the "
                         "daemon is not reading.",
-                        pto_method_name(req->method), c->path);
+                        proto_method_name(method), c->path);
   }
   if (rc < 0) { /* the connection died: the slot holds why */
     if (s && s->state == SLOT_DONE) return slot_collect(c, s, NULL, err);
     return dead_error(c, err);
   }
-  *ret_msgid = msgid;
   return 0;
+}
+
+static uint32_t next_msgid(pto_client_t *c) {
+  if (c->next_msgid == 0) c->next_msgid = 1; /* 0 means "none" in wait_any */
+  return c->next_msgid++;
+}
+
+int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
+                      uint32_t *ret_msgid, pto_error_t *err) {
+  uint32_t msgid;
+  int rc;
+
+  if (!c || !req)
+    return client_error(err, PTO_E_INVALID_ARGUMENT,
+                        "pto_client_send needs a client and a request.");
+  if (c->dead) return dead_error(c, err);
+  msgid = next_msgid(c);
+  msgpack_sbuffer_clear(&c->sb);
+  rc = client_encode_request(&c->sb, msgid, req, err);
+  if (rc < 0) return rc;
+  rc = send_encoded(c, msgid, (proto_method_t)req->method, (proto_method_t)req->method, -1,
+                    deadline, err);
+  if (rc == 0) *ret_msgid = msgid;
+  return rc;
+}
+
+int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_params_t *params,
+                            proto_method_t decode, int pass_fd, int64_t deadline,
+                            uint32_t *ret_msgid, pto_error_t *err) {
+  uint32_t msgid;
+  int rc;
+  if (c->dead) return dead_error(c, err);
+  msgid = next_msgid(c);
+  msgpack_sbuffer_clear(&c->sb);
+  if (proto_encode_request(&c->sb, msgid, method, params) < 0)
+    return client_error(err, PTO_E_NO_MEMORY, "Out of memory encoding a '%s' request.",
+                        proto_method_name(method));
+  rc = send_encoded(c, msgid, method, decode, pass_fd, deadline, err);
+  if (rc == 0) *ret_msgid = msgid;
+  return rc;
 }
 
 int pto_client_send(pto_client_t *c, const pto_request_t *req, int timeout_ms, uint32_t *ret_msgid,

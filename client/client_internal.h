@@ -6,6 +6,7 @@
  *   config.c        pto_config_t
  *   calls.c         requests -> proto params, the blocking helpers
  *   multi.c         multi-device dispatch
+ *   shm.c           shared-memory regions
  */
 #ifndef CLIENT_INTERNAL_H
 #define CLIENT_INTERNAL_H
@@ -51,6 +52,30 @@ int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadlin
                       uint32_t *ret_msgid, pto_error_t *err);
 int client_wait_until(pto_client_t *c, uint32_t msgid, int64_t deadline, void **ret_result,
                       pto_error_t *err);
+/* Send one request given as proto params: the forms pto_request_t does not
+ * carry (shm).  pass_fd >= 0 travels as SCM_RIGHTS on the sendmsg() that
+ * carries the request's first bytes (the fd stays the caller's).  decode:
+ * the method whose result shape the answer has (buffer.read into a region
+ * answers buffer.write's {bytes}).  Errors as pto_client_send. */
+int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_params_t *params,
+                            proto_method_t decode, int pass_fd, int64_t deadline,
+                            uint32_t *ret_msgid, pto_error_t *err);
+
+/* --- shm.c: the regions of a connection ------------------------------------ */
+
+/* Per connection, kept inside pto_client_t and written only by shm.c. */
+typedef struct client_shm_state {
+  struct pto_shm *regions; /* a list through pto_shm.next */
+  int feature;             /* "shm" in ping's features: -1 not asked yet, 0 no, 1 yes */
+} client_shm_state_t;
+
+client_shm_state_t *client_shm_state(pto_client_t *c);
+/* The kind pto_arg_shm() gives an argument it cannot build (no region, a
+ * kind other than input/output/inout), for the dispatch to refuse. */
+#define PTO_ARG_SHM_INVALID_ ((pto_arg_kind_t)0x7f)
+/* pto_client_close: the regions outlive it, unmapped only by pto_shm_free. */
+void client_shm_detach_all(pto_client_t *c);
+
 /* Note the device number a ping/status answer reported. */
 void client_learn_device(pto_client_t *c, uint32_t device);
 

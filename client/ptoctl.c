@@ -26,6 +26,7 @@
 #include "ctl_dfx.h"
 #include "ctl_json.h"
 #include "ctl_print.h"
+#include "ctl_shm.h"
 #include "paths.h"
 
 #define MAX_TARGETS 256
@@ -42,6 +43,10 @@ typedef struct target {
   uint32_t msgid;
   void *result;
   double ms; /* from sending to the answer */
+  ctl_shm_t *shm;       /* --shm dispatch: its data's region */
+  bool via_shm;         /* --shm buffer write/read: the outcome is here, not in result */
+  uint64_t shm_count;   /* buffer write: the bytes written */
+  pto_bytes_t shm_read; /* buffer read: a malloc'ed copy of the bytes */
 } target_t;
 
 typedef struct ctl {
@@ -55,6 +60,7 @@ typedef struct ctl {
   const char *out_dir, *output;
   const char *dfx_dir, *apply; /* dispatch --dfx-dir, advise --apply */
   bool dfx_flags;              /* an enable_* key was given with --config-set */
+  bool shm;                    /* --shm: data through a shared-memory region */
   uint64_t offset, bytes;
   long count, warmup;
   char **words; /* the command and its arguments */
@@ -103,6 +109,8 @@ static void usage(FILE *f) {
           "      --offset N, --bytes N  buffer read/write position\n"
           "  -n, --count N              bench repetitions (default 100)\n"
           "  -w, --warmup N             bench warm-up runs (default 3)\n"
+          "      --shm                  dispatch, bench, buffer write|read: move the data\n"
+          "                             through a shared-memory region, not in the messages\n"
           "  -h, --help, -V, --version\n"
           "\n"
           "Environment: PTOD_SOCKET the default daemon's socket, like DOCKER_HOST.\n"
@@ -178,6 +186,8 @@ static int connect_all(ctl_t *c) {
 static void close_all(ctl_t *c) {
   for (int i = 0; i < c->ntargets; i++) {
     pto_result_free(c->targets[i].result);
+    ctl_shm_free(c->targets[i].shm);
+    free((void *)(uintptr_t)c->targets[i].shm_read.ptr);
     pto_client_close(c->targets[i].client);
   }
 }
@@ -361,9 +371,21 @@ static void human_buffer_info(ctl_t *c, target_t *t) {
   printf("allocated '%s': %" PRIu64 " bytes\n", b->name, b->bytes);
 }
 
+static uint64_t written(const target_t *t) {
+  return t->via_shm ? t->shm_count : ((const pto_byte_count_t *)t->result)->bytes;
+}
+
 static void human_buffer_write(ctl_t *c, target_t *t) {
-  printf("wrote %" PRIu64 " bytes to '%s' at offset %" PRIu64 "\n",
-         ((const pto_byte_count_t *)t->result)->bytes, c->words[2], c->offset);
+  printf("wrote %" PRIu64 " bytes to '%s' at offset %" PRIu64 "\n", written(t), c->words[2],
+         c->offset);
+}
+
+static void json_buffer_write(ctl_t *c, json_t *j, target_t *t) {
+  (void)c;
+  json_begin_object(j);
+  json_key(j, "bytes");
+  json_uint(j, written(t));
+  json_end_object(j);
 }
 
 static void human_buffer_free(ctl_t *c, target_t *t) {
@@ -372,7 +394,7 @@ static void human_buffer_free(ctl_t *c, target_t *t) {
 }
 
 static void human_buffer_read(ctl_t *c, target_t *t) {
-  const pto_bytes_t *b = t->result;
+  const pto_bytes_t *b = t->via_shm ? &t->shm_read : t->result;
   if (c->output) {
     printf("%zu bytes -> %s\n", b->len, c->output);
     return;
@@ -382,7 +404,7 @@ static void human_buffer_read(ctl_t *c, target_t *t) {
 }
 
 static void json_buffer_read(ctl_t *c, json_t *j, target_t *t) {
-  const pto_bytes_t *b = t->result;
+  const pto_bytes_t *b = t->via_shm ? &t->shm_read : t->result;
   json_begin_object(j);
   json_key(j, "bytes");
   json_uint(j, b->len);
@@ -394,8 +416,38 @@ static void json_buffer_read(ctl_t *c, json_t *j, target_t *t) {
   json_end_object(j);
 }
 
+/* --shm: buffer write / read on every target, each through a region of its
+ * own connection. */
+static void shm_call_all(ctl_t *c, const pto_request_t *req) {
+  double t0 = now_ms();
+  for (int i = 0; i < c->ntargets; i++) {
+    target_t *t = &c->targets[i];
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (t->rc < 0) continue;
+    if (req->method == PTO_METHOD_BUFFER_WRITE) {
+      t->rc = ctl_shm_buffer_write(t->client, req->u.buffer_write.name, req->u.buffer_write.offset,
+                                   req->u.buffer_write.data, req->u.buffer_write.len,
+                                   c->timeout_ms, &t->shm_count, &t->err);
+    } else {
+      t->rc = ctl_shm_buffer_read(t->client, req->u.buffer_read.name, req->u.buffer_read.offset,
+                                  req->u.buffer_read.bytes, c->timeout_ms, &data, &len, &t->err);
+      t->shm_read = (pto_bytes_t){data, len};
+    }
+    t->via_shm = t->rc == 0;
+    t->ms = now_ms() - t0;
+  }
+}
+
+static int shm_buffer_all(ctl_t *c, const pto_request_t *req, const view_t *v) {
+  connect_all(c);
+  shm_call_all(c, req);
+  return show_all(c, v);
+}
+
 static int cmd_buffer(ctl_t *c) {
-  static const view_t info = {human_buffer_info, NULL}, wrote = {human_buffer_write, NULL},
+  static const view_t info = {human_buffer_info, NULL},
+                      wrote = {human_buffer_write, json_buffer_write},
                       freed = {human_buffer_free, NULL}, list = {human_buffer_list, NULL},
                       read = {human_buffer_read, json_buffer_read};
   pto_request_t req;
@@ -439,7 +491,10 @@ static int cmd_buffer(ctl_t *c) {
     req.u.buffer_write.offset = c->offset;
     req.u.buffer_write.data = data.ptr;
     req.u.buffer_write.len = data.len;
-    status = run_simple(c, &req, &wrote);
+    if (c->shm)
+      status = shm_buffer_all(c, &req, &wrote);
+    else
+      status = run_simple(c, &req, &wrote);
     free(data.ptr);
     return status;
   }
@@ -452,9 +507,12 @@ static int cmd_buffer(ctl_t *c) {
     req.u.buffer_read.offset = c->offset;
     req.u.buffer_read.bytes = c->bytes;
     connect_all(c);
-    call_all(c, &req);
+    if (c->shm)
+      shm_call_all(c, &req);
+    else
+      call_all(c, &req);
     if (c->output && c->targets[0].rc == 0) {
-      const pto_bytes_t *b = c->targets[0].result;
+      const pto_bytes_t *b = c->targets[0].via_shm ? &c->targets[0].shm_read : c->targets[0].result;
       rc = ctl_write_file(c->output, b->ptr, b->len, msg, sizeof(msg));
       if (rc < 0) {
         fprintf(stderr, "ptoctl: %s\n", msg);
@@ -494,8 +552,13 @@ static int make_dir(const char *dir, char *msg, size_t len) {
 
 /* --out-dir: DIR/outN.bin, or DIR/deviceD/outN.bin (DIR/targetK/... when
  * the device number is unknown) for several daemons. */
+/* The dispatch result as shown: with --shm, the outputs from the region. */
+static const pto_dispatch_result_t *shown(const target_t *t) {
+  return t->shm ? ctl_shm_result(t->shm, t->result) : t->result;
+}
+
 static int write_outputs(ctl_t *c, int index, target_t *t, out_files_t *ret) {
-  const pto_dispatch_result_t *r = t->result;
+  const pto_dispatch_result_t *r = shown(t);
   char dir[4096], msg[4400];
   int rc;
   memset(ret, 0, sizeof(*ret));
@@ -558,7 +621,7 @@ static int save_dfx(ctl_t *c, int index, target_t *t) {
 }
 
 static void human_dispatch(ctl_t *c, target_t *t) {
-  ctl_print_dispatch(stdout, t->result, c->files[t - c->targets].files);
+  ctl_print_dispatch(stdout, shown(t), c->files[t - c->targets].files);
 }
 
 typedef struct bin_ctx {
@@ -597,8 +660,11 @@ static void json_output(json_t *j, const uint8_t *p, size_t len, void *ctx) {
 }
 
 static void json_dispatch(ctl_t *c, json_t *j, target_t *t) {
-  bin_ctx_t b = {t->result, c->files[t - c->targets].files};
-  json_raw(j, t->result, json_output, &b);
+  bin_ctx_t b = {shown(t), c->files[t - c->targets].files};
+  if (t->shm)
+    ctl_shm_json(t->shm, j, t->result, json_output, &b);
+  else
+    json_raw(j, t->result, json_output, &b);
 }
 
 static int parse_dispatch(ctl_t *c, const char *what, ctl_args_t *args, pto_dispatch_req_t *req) {
@@ -628,13 +694,21 @@ static int cmd_dispatch(ctl_t *c) {
   connect_all(c);
   memset(devs, 0, sizeof(devs));
   for (int i = 0; i < c->ntargets; i++) {
-    if (c->targets[i].rc < 0) continue;
-    devs[n].client = c->targets[i].client;
+    target_t *t = &c->targets[i];
+    if (t->rc == 0 && c->shm)
+      t->rc = ctl_shm_stage(t->client, args.args, args.n, c->timeout_ms, &t->shm, &t->err);
+    if (t->rc < 0) continue;
+    devs[n].client = t->client;
+    if (t->shm) {
+      devs[n].args = ctl_shm_args(t->shm);
+      devs[n].nargs = args.n;
+    }
     map[n++] = i;
   }
   if (n == 1 && !multi(c)) {
     target_t *t = &c->targets[map[0]];
     pto_dispatch_result_t *r = NULL;
+    if (t->shm) req.args = ctl_shm_args(t->shm);
     t->rc = pto_client_dispatch(t->client, &req, c->timeout_ms, &r, &t->err);
     t->result = r;
   } else if (n > 0) {
@@ -716,11 +790,19 @@ static int cmd_bench(ctl_t *c) {
     return CTL_EXIT_PROTOCOL;
   }
   connect_all(c);
+  if (t->rc == 0 && c->shm) {
+    t->rc = ctl_shm_stage(t->client, args.args, args.n, c->timeout_ms, &t->shm, &t->err);
+    if (t->rc == 0) req.args = ctl_shm_args(t->shm);
+  }
   /* The warm-up and every measured run send the very same request, config
-   * included, so they all resolve to the same sizing and share the arena. */
+   * included, so they all resolve to the same sizing and share the arena.
+   * With --shm every run reads the same inputs too: inouts are put back
+   * before each (not timed; inline, encoding them is). */
   for (long i = 0; t->rc == 0 && i < c->warmup + c->count; i++) {
     pto_dispatch_result_t *r = NULL;
-    double t0 = now_ms();
+    double t0;
+    if (t->shm) ctl_shm_refill(t->shm);
+    t0 = now_ms();
     t->rc = pto_client_dispatch(t->client, &req, c->timeout_ms, &r, &t->err);
     if (t->rc < 0) break;
     if (i >= c->warmup) {
@@ -800,6 +882,7 @@ enum {
   OPT_APPLY,
   OPT_OFFSET,
   OPT_BYTES,
+  OPT_SHM,
 };
 
 static bool parse_long(const char *s, long lo, long hi, long *ret) {
@@ -854,6 +937,7 @@ static int parse_options(ctl_t *c, int argc, char **argv) {
       {"bytes", required_argument, NULL, OPT_BYTES},
       {"count", required_argument, NULL, 'n'},
       {"warmup", required_argument, NULL, 'w'},
+      {"shm", no_argument, NULL, OPT_SHM},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0},
@@ -916,6 +1000,7 @@ static int parse_options(ctl_t *c, int argc, char **argv) {
         c->deadline_ms = v;
         break;
       case OPT_OUT_DIR: c->out_dir = optarg; break;
+      case OPT_SHM: c->shm = true; break;
       case OPT_DFX_DIR: c->dfx_dir = optarg; break;
       case OPT_APPLY: c->apply = optarg; break;
       case 'o': c->output = optarg; break;

@@ -117,6 +117,8 @@ static int from_proto(pto_client_t *c, proto_method_t m, const proto_result_t *p
       r->ping.version = p->ping.version;
       r->ping.device = p->ping.device;
       r->ping.state = p->ping.state;
+      r->ping.features = p->ping.features;
+      r->ping.nfeatures = p->ping.nfeatures;
       client_learn_device(c, p->ping.device);
       return 0;
     case PROTO_M_STATUS: {
@@ -245,6 +247,13 @@ static int from_proto(pto_client_t *c, proto_method_t m, const proto_result_t *p
     case PROTO_M_COUNT: break;
   }
   return -EINVAL;
+}
+
+bool pto_ping_has_feature(const pto_ping_t *ping, const char *feature) {
+  if (!ping || !feature) return false;
+  for (uint32_t i = 0; i < ping->nfeatures; i++)
+    if (ping->features[i] && strcmp(ping->features[i], feature) == 0) return true;
+  return false;
 }
 
 /* A failed dispatch's dfx map into rp->r.dispatch.dfx; whether it had one. */

@@ -87,7 +87,8 @@ extern "C" {
   X(TIMEOUT, 2003, "The daemon did not answer within the call's timeout.")             \
   X(PROTOCOL_ERROR, 2004, "The daemon's answer is not a valid ptod protocol message.") \
   X(NO_MEMORY, 2005, "The client ran out of memory.")                                  \
-  X(INVALID_ARGUMENT, 2006, "The client library was called with an invalid argument.")
+  X(INVALID_ARGUMENT, 2006, "The client library was called with an invalid argument.") \
+  X(UNSUPPORTED, 2007, "The daemon does not speak this part of the protocol.")
 
 enum pto_client_error_code {
 #define PTO_CLIENT_ERROR_ENUM_(name, code, msg) PTO_E_##name = (code),
@@ -225,6 +226,11 @@ bool pto_config_empty(const pto_config_t *config);
  *   PTO_ARG_INPUT   data[0..len) copied to the device
  *   PTO_ARG_INOUT   data[0..len) copied in, and back out in the outputs
  *   PTO_ARG_OUTPUT  `bytes` bytes of output, returned in the outputs
+ *   PTO_ARG_INPUT, PTO_ARG_INOUT, PTO_ARG_OUTPUT with `buffer` set (only
+ *                   pto_arg_shm() makes these): the bytes [offset, offset +
+ *                   bytes) of the shared-memory region named `buffer`,
+ *                   read from it and/or written into it; no bytes travel in
+ *                   the messages and the output is NULL in the result
  *   PTO_ARG_INT     the scalar i
  *   PTO_ARG_FLOAT   the scalar f */
 typedef struct pto_dispatch_arg {
@@ -344,7 +350,14 @@ typedef struct pto_ping {
   const char *version; /* the daemon's release */
   uint32_t device;
   const char *state; /* "warming", "ready" or "draining" */
+  /* What the daemon speaks beyond protocol version 1 ("dfx", "shm"); none
+   * from a daemon older than version 1.1. */
+  const char *const *features;
+  uint32_t nfeatures;
 } pto_ping_t;
+
+/* Whether ping lists feature (e.g. "shm"). */
+bool pto_ping_has_feature(const pto_ping_t *ping, const char *feature);
 
 /* status.arena, and prewarm's result.  Sizings are complete (every entry set). */
 typedef struct pto_arena_info {
@@ -512,7 +525,9 @@ int pto_client_advise(pto_client_t *client, int timeout_ms, pto_advise_t **ret_a
  * (never 0).  timeout_ms bounds the write when the socket is full; if it
  * expires after part of the message was written, the connection cannot be
  * used any more (PTO_E_TIMEOUT now, PTO_E_CONNECTION_LOST later).  Answers
- * that arrive while sending are kept for pto_client_wait(). */
+ * that arrive while sending are kept for pto_client_wait().  shm.register
+ * and shm.unregister are pto_shm_create() and pto_shm_free()'s (the fd
+ * travels with the request): here they are PTO_E_INVALID_ARGUMENT. */
 int pto_client_send(pto_client_t *client, const pto_request_t *req, int timeout_ms,
                     uint32_t *ret_msgid, pto_error_t *ret_err);
 
@@ -521,8 +536,8 @@ int pto_client_send(pto_client_t *client, const pto_request_t *req, int timeout_
  *   ping pto_ping_t, status pto_status_t, metrics pto_text_t, programs
  *   pto_programs_t, dispatch pto_dispatch_result_t, buffer.alloc
  *   pto_buffer_info_t, buffer.write and buffer.free pto_byte_count_t,
- *   buffer.read pto_bytes_t, buffer.list pto_buffer_list_t, prewarm
- *   pto_arena_info_t, advise pto_advise_t
+ *   buffer.read pto_bytes_t, buffer.list and shm.list pto_buffer_list_t,
+ *   prewarm pto_arena_info_t, advise pto_advise_t
  * to be freed with pto_result_free().  The daemon's error, or the
  * connection's, is returned as -code with ret_err filled.  Either way the
  * request is then done.  On PTO_E_TIMEOUT it is still pending: wait again,
@@ -542,6 +557,81 @@ size_t pto_client_pending(const pto_client_t *client);
 
 /* Forget a pending request: its answer is dropped (freed) when it comes. */
 void pto_client_discard(pto_client_t *client, uint32_t msgid);
+
+/* --- shared-memory regions ---------------------------------------------------------- */
+
+/* A region is memory shared with the daemon (docs/protocol.md "Shared-memory
+ * arguments"): a sealed memfd mapped here and in ptod, registered on one
+ * connection.  Dispatch arguments (pto_arg_shm) and buffer writes and reads
+ * (pto_client_buffer_write_shm / _read_shm) then name byte ranges of it,
+ * and the bytes never travel in a message: fill pto_shm_data(), dispatch,
+ * read the outputs from pto_shm_data().
+ *
+ *     pto_shm_t *r;
+ *     pto_shm_create(c, 3 * 12, 5000, &r, &err);
+ *     float *f = pto_shm_data(r);   // a[3] at 0, b[3] at 12, the sum at 24
+ *     ... fill f[0..5] ...
+ *     pto_dispatch_arg_t args[] = {pto_arg_shm(r, 0, 12, PTO_ARG_INPUT),
+ *                                  pto_arg_shm(r, 12, 12, PTO_ARG_INPUT),
+ *                                  pto_arg_shm(r, 24, 12, PTO_ARG_OUTPUT)};
+ *     ... pto_client_dispatch(c, &req, -1, &res, &err): f[6..8] hold the sums ...
+ *     pto_shm_free(r);
+ *
+ * A region belongs to the connection it was created on: names are per
+ * connection, and the daemon unmaps every region of a connection when it
+ * closes.  Do not change bytes a request reads, nor read bytes it writes,
+ * until its answer has come.  A region is used by one thread at a time, as
+ * its connection is. */
+typedef struct pto_shm pto_shm_t;
+
+/* Create a region of `bytes` bytes (1..2^40), zero-filled, and register it
+ * on client under a name unique in this process (pto_shm_name).  The memory
+ * is reserved here first (fallocate), so a machine short of memory fails
+ * this call with PTO_E_NO_MEMORY rather than a later access with SIGBUS.
+ * A daemon whose ping does not list "shm" fails with PTO_E_UNSUPPORTED
+ * (checked once per connection); the daemon's refusals come back as they
+ * are (OUT_OF_MEMORY over its shm_limit, ...).  Nothing is left behind on
+ * failure.  Free the region with pto_shm_free(). */
+int pto_shm_create(pto_client_t *client, uint64_t bytes, int timeout_ms, pto_shm_t **ret_region,
+                   pto_error_t *ret_err);
+
+/* The region's memory (pto_shm_size bytes, writable), its size, its name
+ * on the wire.  Valid until pto_shm_free. */
+void *pto_shm_data(const pto_shm_t *region);
+uint64_t pto_shm_size(const pto_shm_t *region);
+const char *pto_shm_name(const pto_shm_t *region);
+
+/* Unregister the region (when its connection still works: one call,
+ * waited for at most 5 s), unmap it and free it.  After
+ * pto_client_close() it only unmaps: the daemon dropped the region when
+ * the connection closed.  NULL is fine. */
+void pto_shm_free(pto_shm_t *region);
+
+/* A dispatch argument naming [offset, offset + bytes) of region; kind is
+ * PTO_ARG_INPUT (read from the region), PTO_ARG_OUTPUT (written into it)
+ * or PTO_ARG_INOUT (both).  The argument holds the region's name: use it
+ * only while the region lives, on the region's connection.  A range
+ * outside the region is the daemon's INVALID_ARGS naming the argument; a
+ * NULL region or another kind makes the dispatch fail with
+ * PTO_E_INVALID_ARGUMENT. */
+pto_dispatch_arg_t pto_arg_shm(const pto_shm_t *region, uint64_t offset, uint64_t bytes,
+                               pto_arg_kind_t kind);
+
+/* buffer.write of `bytes` bytes (>= 1) from region at shm_offset into the
+ * buffer `name` at offset; buffer.read of `bytes` bytes (>= 1) from the
+ * buffer at offset into region at shm_offset.  ret_bytes (may be NULL): the
+ * bytes copied.  The region must be one of client's
+ * (PTO_E_INVALID_ARGUMENT otherwise). */
+int pto_client_buffer_write_shm(pto_client_t *client, const char *name, uint64_t offset,
+                                const pto_shm_t *region, uint64_t shm_offset, uint64_t bytes,
+                                int timeout_ms, uint64_t *ret_bytes, pto_error_t *ret_err);
+int pto_client_buffer_read_shm(pto_client_t *client, const char *name, uint64_t offset,
+                               const pto_shm_t *region, uint64_t shm_offset, uint64_t bytes,
+                               int timeout_ms, uint64_t *ret_bytes, pto_error_t *ret_err);
+
+/* The regions the daemon holds for this connection, {name, bytes} each. */
+int pto_client_shm_list(pto_client_t *client, int timeout_ms, pto_buffer_list_t **ret_list,
+                        pto_error_t *ret_err);
 
 /* --- multi-device dispatch -------------------------------------------------------- */
 

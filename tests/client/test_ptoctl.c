@@ -313,6 +313,108 @@ START_TEST(test_buffers) {
 }
 END_TEST
 
+/* out without its lines that differ from run to run (timing). */
+static char *steady(const char *text) {
+  char *copy = strdup(text), *line = copy, *w = copy;
+  ck_assert_ptr_nonnull(copy);
+  while (*line) {
+    char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+    if (strncmp(line, "timing", 6) != 0) {
+      memmove(w, line, n);
+      w += n;
+    }
+    line += n;
+  }
+  *w = '\0';
+  return copy;
+}
+
+/* The same words with and without --shm print the same (steady) output
+ * and exit status. */
+static void same_with_shm(int want_rc, const char *const *words) {
+  const char *with[32] = {"--shm"};
+  char *inline_out, *inline_err;
+  int n = 1, rc;
+  rc = ctl_run(true, words);
+  ck_assert_msg(rc == want_rc, "%s exited %d: %s", words[0], rc, err);
+  inline_out = steady(out);
+  inline_err = strdup(err);
+  for (int i = 0; words[i]; i++) with[n++] = words[i];
+  with[n] = NULL;
+  rc = ctl_run(true, with);
+  ck_assert_msg(rc == want_rc, "--shm %s exited %d: %s", words[0], rc, err);
+  {
+    char *shm_out = steady(out);
+    ck_assert_str_eq(shm_out, inline_out);
+    ck_assert_str_eq(err, inline_err);
+    free(shm_out);
+  }
+  free(inline_out);
+  free(inline_err);
+}
+
+START_TEST(test_shm_prints_the_same) {
+  char path[128], script[1024], *pout = NULL, *perr = NULL;
+  const char *py[] = {PYTHON, "-c", script, NULL};
+  same_with_shm(0, (const char *const[]){"dispatch", "vector_add", "f32:1,2,3", "f32:10,20,30",
+                                         "out:12", NULL});
+  ck_assert_ptr_nonnull(strstr(out, "output 2   12 bytes: f32 [11, 22, 33]"));
+  same_with_shm(0, (const char *const[]){"dispatch", "vector_add", "f32:1,2,3",
+                                         "inout:f32:10,20,30", "out:12", NULL});
+  ck_assert_int_eq(CTL("buffer", "alloc", "sb", "64"), 0);
+  same_with_shm(0, (const char *const[]){"buffer", "write", "sb", "f32:1,2,3", "--offset", "4",
+                                         NULL});
+  same_with_shm(0, (const char *const[]){"buffer", "read", "sb", "--offset", "4", "--bytes",
+                                         "12", NULL});
+  same_with_shm(0, (const char *const[]){"buffer", "read", "sb", NULL});
+  same_with_shm(0, (const char *const[]){"-j", "buffer", "read", "sb", "--bytes", "8", NULL});
+  same_with_shm(0, (const char *const[]){"buffer", "read", "sb", "--offset", "64", NULL});
+  same_with_shm(1, (const char *const[]){"buffer", "read", "nope", NULL});
+  ck_assert_ptr_nonnull(strstr(err, "NOT_FOUND"));
+
+  /* JSON: the same document but for the timings. */
+  snprintf(path, sizeof(path), "%s/inline.json", tmp);
+  ck_assert_int_eq(CTL("-j", "dispatch", "vector_add", "f32:1,2,3", "inout:f32:10,20,30",
+                       "out:12"),
+                   0);
+  twrite_file(path, out, strlen(out));
+  ck_assert_int_eq(CTL("--shm", "-j", "dispatch", "vector_add", "f32:1,2,3",
+                       "inout:f32:10,20,30", "out:12"),
+                   0);
+  snprintf(path, sizeof(path), "%s/shm.json", tmp);
+  twrite_file(path, out, strlen(out));
+  snprintf(script, sizeof(script),
+           "import json\n"
+           "a, b = json.load(open('%s/inline.json')), json.load(open('%s/shm.json'))\n"
+           "for d in (a, b): d.pop('timing_us'); d['arena'].pop('build_us')\n"
+           "assert a == b, (a, b)\n"
+           "assert b['outputs'][2]['f32'] == [11.0, 22.0, 33.0], b\n",
+           tmp, tmp);
+  ck_assert_msg(trun(py, NULL, &pout, &perr) == 0, "%s", perr);
+  free(pout);
+  free(perr);
+}
+END_TEST
+
+START_TEST(test_shm_bench_and_errors) {
+  tdaemon_t small;
+  const char *ov[] = {"daemon.shm_limit=1M", NULL};
+  ck_assert_int_eq(CTL("--shm", "bench", "vector_add", "f32:1,2,3", "inout:f32:10,20,30",
+                       "out:12", "-n", "5", "-w", "1"),
+                   0);
+  ck_assert_ptr_nonnull(strstr(out, "bench vector_add: 5 dispatches after 1 warm-up"));
+  ck_assert_ptr_nonnull(strstr(out, "5 hits, 0 misses"));
+  /* The daemon's refusal of the region, as it said it. */
+  tdaemon_start(&small, ov);
+  ck_assert_int_eq(CTL_NOSOCK("-s", small.socket, "--shm", "dispatch", "vector_add", "f32:1",
+                              "f32:2", "out:2M"),
+                   1);
+  ck_assert_msg(strstr(err, "OUT_OF_MEMORY") && strstr(err, "shm_limit"), "%s", err);
+  tdaemon_stop(&small);
+}
+END_TEST
+
 START_TEST(test_prewarm_and_advise) {
   ck_assert_int_eq(CTL("-j", "prewarm", "--ring-task-window", "512", "--ring-heap", "64K,0,0,0"),
                    0);
@@ -423,6 +525,8 @@ static Suite *ptoctl_suite(void) {
   tcase_add_test(tc, test_config_set_passthrough);
   tcase_add_test(tc, test_deadline_and_timeout);
   tcase_add_test(tc, test_buffers);
+  tcase_add_test(tc, test_shm_prints_the_same);
+  tcase_add_test(tc, test_shm_bench_and_errors);
   tcase_add_test(tc, test_prewarm_and_advise);
   tcase_add_test(tc, test_bench_same_config_everywhere);
   tcase_add_test(tc, test_several_daemons);

@@ -139,15 +139,41 @@ class Readme(harness.DaemonTest):
         # this daemon's [ring] sizes rings 1 to 3: 'config' where the README's shows 'default'
         self.assertEqual(out, said.group(1).replace("'default'", "'config'"))
 
-    def test_c_fragment(self):
-        _, body = self.block("Per-dispatch ring sizing from each client", "pto_client_t *c;")
+    def run_c_fragment(self, section, headers):
+        """The section's C block as the body of a main() that includes
+        headers, built against this build tree and run; its output."""
+        _, body = self.block(section, "pto_client_t *c;")
         with open(os.path.join(self.work, "fragment.c"), "w") as f:
-            f.write("#include <stdio.h>\n#include <pto/client.h>\n\nint main(void) {\n%s"
-                    "  return 0;\n}\n" % body)
+            f.write("".join("#include <%s>\n" % h for h in headers)
+                    + "\nint main(void) {\n%s  return 0;\n}\n" % body)
         self.serve()
-        out = self.sh("cc -Wall -Werror fragment.c $(PKG_CONFIG_PATH=build/run/client pkg-config "
-                      "--cflags --libs ptoclient) -o fragment && ./fragment 2>&1")
+        return self.sh("cc -Wall -Werror fragment.c $(PKG_CONFIG_PATH=build/run/client pkg-config "
+                       "--cflags --libs ptoclient) -o fragment && ./fragment 2>&1")
+
+    def test_c_fragment(self):
+        out = self.run_c_fragment("Per-dispatch ring sizing from each client",
+                                  ["stdio.h", "pto/client.h"])
         self.assertEqual(out, "")  # no error printed: the dispatch succeeded
+
+    def test_shm_ptoctl(self):
+        _, body = self.block("Moving tensors through shared memory", "build/run/client/ptoctl ")
+        self.assertIn("--shm", body)
+        self.serve()
+        self.assertIn("output 2   12 bytes: f32 [11, 22, 33]", self.sh(body))
+
+    def test_shm_python(self):
+        _, body = self.block("Moving tensors through shared memory",
+                             "PYTHONPATH=client/python /usr/bin/python3")
+        self.serve()
+        said = re.search(r"^It prints `(\[11\.0, 22\.0, 33\.0\] \[None.*?\])`", self.text,
+                         re.M)
+        self.assertIsNotNone(said, "the README no longer says what the shm example prints")
+        self.assertEqual(self.sh(body).strip(), said.group(1))
+
+    def test_shm_c_fragment(self):
+        out = self.run_c_fragment("Moving tensors through shared memory",
+                                  ["stdio.h", "string.h", "pto/client.h"])
+        self.assertEqual(out, "11 22 33\n")  # the sums, read from the region
 
     def test_hello_from_the_build_tree(self):
         _, body = self.block("Per-dispatch ring sizing from each client", "cc examples/client/hello.c")

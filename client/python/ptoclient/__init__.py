@@ -8,8 +8,12 @@ Pure Python on msgpack (Debian's python3-msgpack).  See client/python/README.md.
         r = c.dispatch("vector_add", [Data(a), Data(b), Out(len(a))],
                        config=RunConfig(ring_heap=[512 << 20, 0, 0, 0]))
         print(r["arena"]["hit"], r["sizing"]["source"]["ring_heap"])
+
+Large tensors go through shared memory instead (ptoclient.shm):
+c.shm(nbytes) gives a region whose slices are arguments.
 """
 
+from .shm import Region, ShmArg
 from .args import Buffer, Data, InOut, Out, Scalar, encode_arg, encode_args, f32, from_f32
 from .client import DEFAULT_TIMEOUT, Client, default_socket_path, socket_path_for
 from .config import INT32_MAX, MAX_TASK_WINDOW, PLATFORMS, RING_FIELDS, RunConfig, as_config
@@ -20,7 +24,7 @@ from .errors import (
     Internal, InvalidArgs, InvalidConfig, InvalidRequest, MessageTooLarge, MultiDispatchError,
     NotFound, OutOfMemory, PermissionDenied, ProtocolError, PtoError, RuntimeFailure,
     SchedulerTimeout, ScopeDeadlock, ShuttingDown, TensormapOverflow, UnknownMethod,
-    UnknownProgram, error_from_wire)
+    UnknownProgram, Unsupported, error_from_wire)
 from .dfx import DfxRefused, save_dfx
 from .multi import MultiResult, dispatch_many
 from .where import check_where, run
@@ -34,10 +38,10 @@ __all__ = [
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
     "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
-    "sizing_env_note", "check_where", "run", "save_dfx", "DfxRefused",
+    "sizing_env_note", "check_where", "run", "save_dfx", "DfxRefused", "Region", "ShmArg",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
-    "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",
+    "CallTimeout", "ProtocolError", "Unsupported", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",
     "ScopeDeadlock", "HeapRingDeadlock", "FlowControlDeadlock", "DepPoolOverflow",
     "InvalidArgs", "ExplicitOrchFatal", "TensormapOverflow", "SchedulerTimeout",
     "InvalidRequest", "InvalidConfig", "UnknownMethod", "UnknownProgram", "Busy",

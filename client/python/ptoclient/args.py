@@ -7,11 +7,16 @@
     Out(n)                             {"out": n}                     n bytes of host output
     Scalar(v), or a plain int / float  {"scalar": v}
 
-Data accepts bytes, bytearray, memoryview, array.array or anything else with
-the buffer protocol; it is copied once into bytes at construction, so later
-changes to the caller's array do not change what is sent.  A plain bytes-like
-argument is a host input (Data(x)); a dict is sent as a raw wire argument,
-unchanged (for forms this client does not know yet).
+    region[a:b], region.arg(o, n, dir)  {"shm": name, "offset": o, "bytes": n, "dir": d}
+                                       bytes of a shared-memory region (ptoclient.shm)
+
+Data accepts bytes, bytearray, memoryview, array.array, NumPy arrays or
+anything else with the buffer protocol, without copying it: the request is
+encoded straight from the caller's memory when it is sent, so do not change
+it until the call that sends it has returned.  (Only memory that is not
+contiguous is copied, once, at construction.)  A plain bytes-like argument is
+a host input (Data(x)); a dict is sent as a raw wire argument, unchanged (for
+forms this client does not know yet).
 
 The result's ``outputs`` has one entry per argument: bytes for Data(inout)
 and Out arguments, None for the others.  f32() and from_f32() convert
@@ -22,6 +27,8 @@ import array
 from typing import Any, Iterable
 import struct
 import sys
+
+from .shm import Region, ShmArg
 
 __all__ = ["Buffer", "Data", "InOut", "Out", "Scalar", "encode_arg", "encode_args",
            "f32", "from_f32"]
@@ -43,6 +50,8 @@ def _check_count(what, value, allow_none=True):
 
 
 def _to_bytes(data, what):
+    """bytes-like data -> bytes, or a read-only 1-D memoryview of bytes over
+    the caller's memory (no copy) that msgpack packs as bin."""
     if isinstance(data, bytes):
         return data
     if isinstance(data, str):
@@ -53,8 +62,12 @@ def _to_bytes(data, what):
     except TypeError:
         raise TypeError("%s needs bytes-like data (bytes, bytearray, memoryview, array.array), "
                         "got %s." % (what, type(data).__name__)) from None
-    with view:
-        return view.tobytes()
+    if not view.c_contiguous:
+        with view:
+            return view.tobytes()
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view.toreadonly()
 
 
 class Buffer:
@@ -140,9 +153,16 @@ class Scalar:
         return "Scalar(%r)" % (self.value,)
 
 
-def encode_arg(arg, index=None):
-    """One argument -> its wire map (see the module docstring)."""
+def encode_arg(arg, index=None, client=None):
+    """One argument -> its wire map (see the module docstring).  client:
+    the connection it is for, which a region argument must belong to."""
     where = "" if index is None else "args[%d]: " % index
+    if isinstance(arg, Region):
+        arg = arg.arg()
+    if isinstance(arg, ShmArg):
+        if client is not None:
+            arg.check(client, "args[%d]" % index if index is not None else "argument")
+        return arg.to_wire()
     if isinstance(arg, (Buffer, Data, Out, Scalar)):
         return arg.to_wire()
     if isinstance(arg, bool):
@@ -159,6 +179,7 @@ def encode_arg(arg, index=None):
         raise TypeError("%sa str is not a dispatch argument; use Buffer(%r) for a resident "
                         "buffer or Data(text.encode()) for host bytes." % (where, arg))
     if isinstance(arg, (bytes, bytearray, memoryview, array.array)) or _has_buffer(arg):
+        # Data(arg): the view goes into the message as it is, no copy
         return Data(arg).to_wire()
     raise TypeError("%scannot send an object of type %s; use Buffer(name), Data(bytes), "
                     "Out(nbytes) or Scalar(value)." % (where, type(arg).__name__))
@@ -172,13 +193,14 @@ def _has_buffer(obj):
         return False
 
 
-def encode_args(args):
-    """A sequence of arguments -> the wire ``args`` list."""
+def encode_args(args, client=None):
+    """A sequence of arguments -> the wire ``args`` list (client: as for
+    encode_arg)."""
     if args is None:
         return []
     if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
         raise TypeError("args must be a list of arguments, got %s." % type(args).__name__)
-    return [encode_arg(a, i) for i, a in enumerate(args)]
+    return [encode_arg(a, i, client) for i, a in enumerate(args)]
 
 
 def f32(values: Iterable[float]) -> bytes:

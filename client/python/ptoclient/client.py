@@ -37,8 +37,10 @@ ConnectionLost.
 """
 
 import collections
+import itertools
 from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 import math
+import mmap
 import os
 import select
 import socket
@@ -50,11 +52,12 @@ import time
 import msgpack
 
 from .args import encode_args, _to_bytes
+from .shm import BYTES_MAX, Region, ShmArg, fd_ancillary, make_memfd
 from .config import as_config
 from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
 from .where import check_where
 from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
-                     error_from_wire)
+                     Unsupported, error_from_wire)
 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
 DEFAULT_TIMEOUT = 300.0
@@ -63,6 +66,7 @@ SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
 _RECV_SIZE = 1 << 20
 _MSGID_LIMIT = 1 << 32
 _UNSET = object()
+_region_ids = itertools.count(1)  # region names: unique in this process
 
 
 def socket_path_for(euid: int, xdg_runtime_dir: Optional[str], device: int) -> str:
@@ -172,6 +176,8 @@ class Client:
         self._reading = False
         self._closed = False
         self._next_id = 1
+        self._features: Optional[List[str]] = None  # ping's, once asked
+        self._regions: Set[str] = set()  # names of this connection's open regions
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
         self._sock = self._connect(connect_timeout)
 
@@ -252,7 +258,8 @@ class Client:
         deadline = _deadline(self.timeout if timeout is None else timeout)
         return self._send(method, params, deadline)
 
-    def _send(self, method, params, deadline):
+    def _send(self, method, params, deadline, fd=None):
+        """fd: passed with the request's first bytes (SCM_RIGHTS)."""
         if not isinstance(method, str):
             raise TypeError("method must be a str, got %r." % (method,))
         if params is not None and not isinstance(params, dict):
@@ -270,7 +277,7 @@ class Client:
             with self._cond:
                 del self._pending[msgid]
             raise
-        self._write(data, msgid, method, deadline)
+        self._write(data, msgid, method, deadline, fd)
         return msgid
 
     def _alloc_id(self):
@@ -281,7 +288,7 @@ class Client:
             if msgid not in self._pending and msgid not in self._abandoned:
                 return msgid
 
-    def _write(self, data, msgid, method, deadline):
+    def _write(self, data, msgid, method, deadline, fd=None):
         left = _left(deadline)
         if not self._send_lock.acquire(timeout=-1 if left is None else max(0.0, left)):
             with self._cond:
@@ -296,7 +303,10 @@ class Client:
                 if self._send_error is not None or self._failure is not None:
                     return  # the connection is gone; result() says why
                 try:
-                    off += self._sock.send(view[off:], socket.MSG_NOSIGNAL)
+                    if fd is not None and off == 0:
+                        off += self._sock.sendmsg([view], fd_ancillary(fd), socket.MSG_NOSIGNAL)
+                    else:
+                        off += self._sock.send(view[off:], socket.MSG_NOSIGNAL)
                     continue
                 except (BlockingIOError, InterruptedError):
                     pass
@@ -562,12 +572,13 @@ class Client:
 
     @staticmethod
     def dispatch_params(program: str, args: Iterable[Any] = (), config: Any = None,
-                        deadline_ms: Optional[int] = None) -> Dict[str, Any]:
+                        deadline_ms: Optional[int] = None, client: Any = None) -> Dict[str, Any]:
         """The params map of a dispatch (validated, encoded); what dispatch()
-        and send_dispatch() send."""
+        and send_dispatch() send.  client: the connection it is for (a
+        region argument must be one of its regions)."""
         if not isinstance(program, str) or not program:
             raise ValueError("program must be a non-empty str, got %r." % (program,))
-        params = {"program": program, "args": encode_args(args)}
+        params = {"program": program, "args": encode_args(args, client)}
         cfg = as_config(config)
         if cfg is not None:
             wire = cfg.to_wire()
@@ -591,14 +602,14 @@ class Client:
         device_id are checked against the daemon first (where.check_where).
         deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
         not started by then."""
-        params = self.dispatch_params(program, args, config, deadline_ms)
+        params = self.dispatch_params(program, args, config, deadline_ms, self)
         check_where(self, config, timeout)
         return self.call("dispatch", params, timeout)
 
     def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
                       deadline_ms: Optional[int] = None, timeout: Optional[float] = None) -> int:
         """Pipelined dispatch: send it and return its msgid for result()."""
-        params = self.dispatch_params(program, args, config, deadline_ms)
+        params = self.dispatch_params(program, args, config, deadline_ms, self)
         check_where(self, config, timeout)
         return self.send("dispatch", params, timeout)
 
@@ -620,20 +631,40 @@ class Client:
 
     def buffer_write(self, name: str, data: Any, offset: Optional[int] = None,
                      timeout: Optional[float] = None) -> Dict[str, Any]:
-        """Write bytes-like data at offset (default 0).  Returns {bytes}."""
+        """Write data at offset (default 0): bytes-like data (sent without a
+        copy), or a region slice (region[a:b], a Region for all of it),
+        which the daemon copies from shared memory.  Returns {bytes}."""
         params: Dict[str, Any] = {"name": name}
         if offset is not None:
             params["offset"] = offset
-        params["data"] = _to_bytes(data, "buffer_write data")
+        src = data.arg() if isinstance(data, Region) else data
+        if isinstance(src, ShmArg):
+            src.check(self, "buffer_write")
+            params.update(shm=src.region.name, shm_offset=src.offset, bytes=src.nbytes)
+        else:
+            params["data"] = _to_bytes(data, "buffer_write data")
         return self.call("buffer.write", params, timeout)
 
     def buffer_read(self, name: str, offset: Optional[int] = None, nbytes: Optional[int] = None,
-                    timeout: Optional[float] = None) -> bytes:
-        """Read nbytes (default: to the end) from offset (default 0); returns bytes."""
+                    timeout: Optional[float] = None, into: Any = None) -> Any:
+        """Read nbytes (default: to the end) from offset (default 0); returns
+        bytes.  into: a region slice (or Region) that the daemon copies the
+        bytes into instead (nbytes defaults to its size); returns {bytes}."""
         params: Dict[str, Any] = {"name": name}
         if offset is not None:
             params["offset"] = offset
-        if nbytes is not None:
+        if into is not None:
+            dst = into.arg() if isinstance(into, Region) else into
+            if not isinstance(dst, ShmArg):
+                raise TypeError("buffer_read into= needs a region slice (region[a:b]) or a "
+                                "Region, got %s." % type(into).__name__)
+            dst.check(self, "buffer_read")
+            if nbytes is not None and nbytes > dst.nbytes:
+                raise ValueError("buffer_read of %d bytes does not fit into the %d bytes of %r."
+                                 % (nbytes, dst.nbytes, dst))
+            params.update(bytes=dst.nbytes if nbytes is None else nbytes,
+                          shm=dst.region.name, shm_offset=dst.offset)
+        elif nbytes is not None:
             params["bytes"] = nbytes
         return self.call("buffer.read", params, timeout)
 
@@ -644,6 +675,60 @@ class Client:
     def buffer_list(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
         """[{name, bytes}]."""
         return self.call("buffer.list", None, timeout)
+
+    # ---- shared memory ----------------------------------------------
+
+    def features(self, timeout: Optional[float] = None) -> List[str]:
+        """What the daemon speaks beyond protocol version 1 (ping's
+        ``features``: "dfx", "shm"); asked once per connection."""
+        if self._features is None:
+            feats = self.ping(timeout).get("features") or []
+            self._features = [f for f in feats if isinstance(f, str)]
+        return list(self._features)
+
+    def shm(self, nbytes: int, timeout: Optional[float] = None) -> Region:
+        """Create a shared-memory region of nbytes bytes (zero-filled) and
+        register it on this connection (see ptoclient.shm).  Raises
+        Unsupported when the daemon's ping lists no "shm", and the daemon's
+        error otherwise (OutOfMemory over its shm_limit, ...)."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 1 <= nbytes <= BYTES_MAX:
+            raise ValueError("A shared-memory region must be 1 to %d bytes, got %r."
+                             % (BYTES_MAX, nbytes))
+        deadline = _deadline(self.timeout if timeout is None else timeout)
+        left = _left(deadline)
+        if "shm" not in self.features(math.inf if left is None else max(0.0, left)):
+            raise Unsupported("ptod at %s does not support shared-memory arguments: its ping "
+                              "lists no \"shm\" feature. Upgrade the daemon, or send the data "
+                              "inline (Data)." % self.socket_path)
+        name = "py-%d-%d" % (os.getpid(), next(_region_ids))
+        fd = make_memfd(nbytes)
+        try:
+            mm = mmap.mmap(fd, nbytes)
+            try:
+                params = {"name": name, "bytes": nbytes}
+                self._result(self._send("shm.register", params, deadline, fd), deadline)
+            except BaseException:
+                mm.close()
+                raise
+        finally:
+            os.close(fd)  # the map (and the daemon) keep the memory
+        with self._cond:
+            self._regions.add(name)
+        return Region(self, name, nbytes, mm)
+
+    def _shm_closed(self, region: Region) -> None:
+        """Region.close: unregister it while the connection works."""
+        with self._cond:
+            if region.name not in self._regions:
+                return
+            self._regions.discard(region.name)
+            if self._failure is not None:
+                return  # the daemon dropped it with the connection
+        self.call("shm.unregister", {"name": region.name})
+
+    def shm_list(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+        """The regions the daemon holds for this connection: [{name, bytes}]."""
+        return self.call("shm.list", None, timeout)
 
     def prewarm(self, config: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Build the arena for this config's sizing now (None: the daemon's
@@ -675,7 +760,7 @@ class Client:
         for what, value, low in (("repeat", repeat, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError("%s must be an integer >= %d, got %r." % (what, low, value))
-        params = self.dispatch_params(program, args, config, deadline_ms)
+        params = self.dispatch_params(program, args, config, deadline_ms, self)
         wall, run, total = [], [], []
         hits = [0, 0]
         misses = [0, 0]

@@ -19,7 +19,8 @@ call site, before anything is sent.
 from typing import Any, Optional
 __all__ = [
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
-    "CallTimeout", "ProtocolError", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",
+    "CallTimeout", "ProtocolError", "Unsupported", "MultiDispatchError", "error_from_wire",
+    "ERROR_CLASSES",
     "ScopeDeadlock", "HeapRingDeadlock", "FlowControlDeadlock", "DepPoolOverflow",
     "InvalidArgs", "ExplicitOrchFatal", "TensormapOverflow", "SchedulerTimeout",
     "InvalidRequest", "InvalidConfig", "UnknownMethod", "UnknownProgram", "Busy",
@@ -184,6 +185,13 @@ class ProtocolError(ClientError):
     is closed."""
 
     NAME = "PROTOCOL_ERROR"
+
+
+class Unsupported(ClientError):
+    """The daemon does not speak this part of the protocol (its ping lists
+    no such feature); C's PTO_E_UNSUPPORTED."""
+
+    NAME = "UNSUPPORTED"
 
 
 class MultiDispatchError(PtoError):

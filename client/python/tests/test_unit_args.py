@@ -6,6 +6,13 @@ import pickle
 import sys
 import unittest
 
+import msgpack
+
+try:
+    import numpy
+except ImportError:  # the client works without numpy; its tests skip
+    numpy = None
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
@@ -38,15 +45,32 @@ class Args(unittest.TestCase):
         self.assertEqual(Data(floats).to_wire(), {"data": floats.tobytes()})
         self.assertEqual(Data(memoryview(b"abcd")[1:3]).data, b"bc")
         self.assertEqual(Data(bytearray(b"xy")).data, b"xy")
-        # copied at construction
+        # not copied: the message is encoded from the caller's memory
         buf = bytearray(b"ab")
         d = Data(buf)
         buf[0] = 0x7A
-        self.assertEqual(d.data, b"ab")
+        self.assertEqual(d.data, b"zb")
+        self.assertTrue(d.data.readonly)
+        self.assertEqual(msgpack.packb(d.to_wire()), msgpack.packb({"data": b"zb"}))
+        # memory that is not contiguous is copied once
+        strided = memoryview(b"abcdef")[::2]
+        self.assertEqual(Data(strided).data, b"ace")
+        self.assertIsInstance(Data(strided).data, bytes)
         with self.assertRaises(TypeError):
             Data("text")
         with self.assertRaises(TypeError):
             Data([1.0, 2.0])
+
+    @unittest.skipIf(numpy is None, "numpy is not installed")
+    def test_data_from_numpy_without_copy(self):
+        a = numpy.arange(6, dtype=numpy.float32).reshape(2, 3)
+        d = Data(a)
+        self.assertEqual(len(d.data), 24)
+        a[1, 2] = 42.0
+        self.assertEqual(from_f32(d.data)[5], 42.0)  # the array's own memory
+        self.assertEqual(msgpack.packb(encode_arg(a)), msgpack.packb({"data": a.tobytes()}))
+        # a transposed view is not C-contiguous: copied in C order
+        self.assertEqual(Data(a.T).data, a.T.tobytes())
 
     def test_out_and_scalar(self):
         self.assertEqual(Out(16).to_wire(), {"out": 16})

@@ -26,7 +26,7 @@ from ptoclient import (Buffer, Client, Data, Out, RunConfig, dispatch_many)  # n
 from ptoclient.errors import (AlreadyExists, CallTimeout, ConnectFailed,  # noqa: E402
                               ConnectionLost, HeapRingDeadlock, MessageTooLarge,
                               MultiDispatchError, PermissionDenied, ProtocolError, PtoError,
-                              UnknownProgram)
+                              UnknownProgram, Unsupported)
 
 # Generous: only reached when something is broken (a hang must fail, not stall).
 T = 10
@@ -43,6 +43,28 @@ class Base(unittest.TestCase):
         c = Client(server.path, **kw)
         self.addCleanup(c.close)
         return c
+
+
+class SharedMemory(Base):
+    def test_a_daemon_without_the_feature(self):
+        s = self.server()  # its ping lists no features, as a version 1 daemon's
+        c = self.client(s)
+        with self.assertRaises(Unsupported) as cm:
+            c.shm(4096)
+        self.assertIn('no "shm" feature', cm.exception.message)
+        self.assertEqual(cm.exception.name, "UNSUPPORTED")
+        # Nothing else was sent: one ping, asked once.
+        with self.assertRaises(Unsupported):
+            c.shm(4096)
+        self.assertEqual([m[0] for m in s.requests], ["ping"])
+
+    def test_bad_sizes_are_refused_before_anything_is_sent(self):
+        s = self.server()
+        c = self.client(s)
+        for bad in (0, -1, 1.5, True, (1 << 40) + 1):
+            with self.assertRaises(ValueError):
+                c.shm(bad)
+        self.assertEqual(s.requests, [])
 
 
 class Methods(Base):
