@@ -95,8 +95,10 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
     result->ping.version = PTO_VERSION;
     result->ping.device = d->cfg.device.id;
     result->ping.state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
+    /* "shm" last: left out when shm_limit = 0 turns the shm path off. */
     result->ping.features = ptod_features;
-    result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]);
+    result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]) -
+                             (d->cfg.daemon.shm_limit == 0 ? 1 : 0);
     return 1;
   case PROTO_M_STATUS:
     serve_status(d, &result->status);

@@ -141,6 +141,16 @@ class Errors(harness.DaemonTest):
         self.assertError(self.c.call_err("shm.unregister", {"name": "r"}), "NOT_FOUND")
 
 
+class Off(harness.DaemonTest):
+    def test_shm_limit_0_turns_the_path_off(self):
+        d = self.daemon(config={"daemon": {"shm_limit": "0"}})
+        with d.client() as c:
+            self.assertEqual(c.call("ping")["features"], ["dfx"])
+            fd, _ = memfd(4096)
+            err = c.error(send_with_fds(c, "shm.register", {"name": "r", "bytes": 4096}, [fd]))
+            self.assertError(err, "OUT_OF_MEMORY", contains=["shm_limit = 0"])
+
+
 class DataPath(harness.DaemonTest):
     def setUp(self):
         self.d = self.daemon(config={"device": {"memory": "1G"}})
