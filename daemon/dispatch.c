@@ -16,13 +16,6 @@
  * while jobs are in flight.  Past the window both sleep: an idle daemon
  * uses no CPU. */
 #define DSP_DEFAULT_SPIN_NS 50000u
-/* A device thread that has had no job for this long counts as idle: it is
- * woken on the loop's CPU (wake_here), and after the job that ends the idle
- * time it does not spin (spin_for_job).  Between dispatches coming back to
- * back neither happens: a device thread pinned beside the loop then stayed
- * there, and the two took turns on one vCPU (measured: 70-90 us round trips
- * instead of 15). */
-#define DSP_IDLE_NS 1000000u
 
 typedef struct job_list {
   dsp_job_t *head, *tail;
@@ -64,13 +57,9 @@ struct dsp {
   atomic_bool loop_polling;
   atomic_bool stop_spin;
   atomic_uint spin_ns;      /* both windows; 0: no spin, no poll */
-  /* The device thread sleeps on `wake` (under the lock).  The loop then
-   * wakes it on the loop's own CPU (wake_here), and the device thread
-   * gives its CPU mask back after the job (all_cpus). */
+  /* The device thread sleeps on `wake` (under the lock): admit signals
+   * only then. */
   bool device_sleeping;
-  uint64_t sleep_since_ns;  /* when the device thread went to sleep */
-  atomic_bool device_pinned;
-  cpu_set_t all_cpus;       /* the device thread's mask at start */
   /* Loop thread only. */
   uint32_t inflight;        /* admitted, completion not yet run */
   uint64_t poll_until_ns;
@@ -173,17 +162,16 @@ static void finish(dsp_t *dsp, dsp_job_t *job) {
 }
 
 /* Device thread, without the lock: look for the next job for a while
- * before sleeping on the condition variable, unless the last job ended an
- * idle time (`gap_ns`, from the end of the job before it to its admission,
- * DSP_IDLE_NS or more).  Such a job predicts another such gap: spinning
- * would then only hold the CPU the client's wake-up is about to be placed
- * on (measured: a noop after 20 ms idle took 1.5x as long with the
- * spin).  Yields now and then: on a 2-vCPU machine the thread that will
- * admit the job may need this CPU. */
-static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
+ * before sleeping on the condition variable.  Yields now and then: on a
+ * 2-vCPU machine the thread that will admit the job may need this CPU.
+ * (Skipping the spin after a job that ended an idle time, and waking the
+ * device thread on the loop's CPU, made dispatches after idle faster but
+ * back-to-back ones and many clients' throughput slower in the same run:
+ * BENCHMARKS.md.) */
+static void spin_for_job(dsp_t *dsp) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
-  if (window == 0 || gap_ns >= DSP_IDLE_NS) return;
+  if (window == 0) return;
   for (uint32_t i = 1; atomic_load_explicit(&dsp->nqueued, memory_order_relaxed) == 0; i++) {
     if (atomic_load_explicit(&dsp->stop_spin, memory_order_relaxed)) return;
     cpu_relax();
@@ -209,35 +197,8 @@ static void __attribute__((noinline)) warm_thread(void) {
   }
 }
 
-/* Where a woken thread runs is the kernel's choice, and with a vCPU idle
- * it picks that one (the thread's previous CPU): on these virtual machines
- * an idle vCPU takes 100-150 us to come back (it has halted into the
- * hypervisor), which was most of a dispatch after 20 ms idle.  The loop
- * is awake and about to poll, yielding its CPU, so the device thread is
- * woken on the loop's CPU instead: its mask is narrowed to that CPU while
- * it sleeps (a sleeping thread is not moved; the mask only steers where it
- * wakes), and widened again once its job is done (unpin), off the
- * dispatch's path.  Loop thread, under the lock, device thread asleep. */
-static void wake_here(dsp_t *dsp) {
-  cpu_set_t one;
-  int cpu = sched_getcpu();
-  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &dsp->all_cpus)) return;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  if (pthread_setaffinity_np(dsp->thread, sizeof one, &one) == 0)
-    atomic_store(&dsp->device_pinned, true);
-}
-
-/* Device thread: give the CPU mask back after a job woken by wake_here. */
-static void unpin(dsp_t *dsp) {
-  if (atomic_load_explicit(&dsp->device_pinned, memory_order_relaxed) &&
-      atomic_exchange(&dsp->device_pinned, false))
-    (void)pthread_setaffinity_np(pthread_self(), sizeof dsp->all_cpus, &dsp->all_cpus);
-}
-
 static void *device_thread(void *arg) {
   dsp_t *dsp = arg;
-  uint64_t last_finish_ns = 0, gap_ns = UINT64_MAX;
   pthread_setname_np(pthread_self(), "ptod-device");
   warm_thread();
   pthread_mutex_lock(&dsp->lock);
@@ -245,13 +206,11 @@ static void *device_thread(void *arg) {
     dsp_job_t *job;
     if (!dsp->queued.count && !dsp->stopping) {
       pthread_mutex_unlock(&dsp->lock);
-      unpin(dsp);
-      spin_for_job(dsp, gap_ns);
+      spin_for_job(dsp);
       pthread_mutex_lock(&dsp->lock);
     }
     while (!dsp->queued.count && !dsp->stopping) {
       dsp->device_sleeping = true;
-      dsp->sleep_since_ns = dsp_now_ns();
       pthread_cond_wait(&dsp->wake, &dsp->lock);
       dsp->device_sleeping = false;
     }
@@ -270,10 +229,6 @@ static void *device_thread(void *arg) {
       job->outcome = DSP_RAN;
       job->run(job);
     }
-    /* Read before finish(): the loop may free the job as soon as it is
-     * on the done list. */
-    gap_ns = job->admitted_ns > last_finish_ns ? job->admitted_ns - last_finish_ns : 0;
-    last_finish_ns = dsp_now_ns();
     finish(dsp, job);
 
     pthread_mutex_lock(&dsp->lock);
@@ -349,10 +304,6 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   dsp->loop = loop;
   dsp->capacity = capacity;
   atomic_init(&dsp->spin_ns, DSP_DEFAULT_SPIN_NS);
-  if (pthread_getaffinity_np(pthread_self(), sizeof dsp->all_cpus, &dsp->all_cpus) != 0) {
-    CPU_ZERO(&dsp->all_cpus);
-    for (int i = 0; i < CPU_SETSIZE; i++) CPU_SET(i, &dsp->all_cpus);
-  }
   {
     /* The loop and the device thread take the lock for a few instructions
      * at a time, hundreds of thousands of times a second under load: spin
@@ -392,12 +343,9 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     queue_push(&dsp->queued, job);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     wake = dsp->device_sleeping;
-    if (wake && !atomic_load(&dsp->device_pinned) &&
-        job->admitted_ns - dsp->sleep_since_ns >= DSP_IDLE_NS)
-      wake_here(dsp);
   }
   pthread_mutex_unlock(&dsp->lock);
-  /* Signalled after unlocking: woken on this CPU, the device thread would
+  /* Signalled after unlocking: woken at once, the device thread would
    * otherwise run only to block on the lock still held here. */
   if (wake) pthread_cond_signal(&dsp->wake);
   if (rc == 0) {

@@ -22,8 +22,7 @@
  * after the last admission or completion, picking completions up without
  * the uv_async wake-up.  A thread woken from sleep costs tens of
  * microseconds on a virtual machine; this keeps back-to-back dispatches
- * from paying it, and an idle daemon still uses no CPU.  A sleeping device
- * thread is woken on the loop's CPU (an idle vCPU takes 100+ us to wake).
+ * from paying it, and an idle daemon still uses no CPU.
  */
 #ifndef PTOD_DISPATCH_H
 #define PTOD_DISPATCH_H
