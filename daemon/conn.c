@@ -371,9 +371,10 @@ static bool reserve_read(srv_conn_t *conn) {
 static int conn_deliver(srv_conn_t *conn, size_t len) {
   srv_t *srv = conn->srv;
   srv_msg_t *msg = malloc(sizeof(*msg));
+  uint64_t objects;
   if (!msg) return -ENOMEM;
   msg->len = len;
-  msg->objects = proto_reader_objects(&conn->reader);
+  objects = proto_reader_objects(&conn->reader);
   if (conn->rpos == 0 && len == conn->rlen && len >= READ_CHUNK) {
     /* A large message alone in the buffer: lend the buffer instead of
      * copying it (its bytes are counted as the message's meanwhile); it
@@ -396,8 +397,8 @@ static int conn_deliver(srv_conn_t *conn, size_t len) {
     msg->charge = len;
     srv_account_input(srv, (int64_t)len);
   }
-  msg->charge += msg->objects * SRV_DECODED_OBJECT_BYTES;
-  srv_account_input(srv, (int64_t)(msg->objects * SRV_DECODED_OBJECT_BYTES));
+  msg->charge += objects * SRV_DECODED_OBJECT_BYTES;
+  srv_account_input(srv, (int64_t)(objects * SRV_DECODED_OBJECT_BYTES));
   conn->pending++;
   conn->held += msg->charge;
   conn->refs++;
@@ -439,12 +440,10 @@ static void conn_process(srv_conn_t *conn) {
   if (!conn->closing) {
     if (conn->rpos == conn->rlen) conn->rpos = conn->rlen = 0;
     if (conn->rlen > conn->rpos && !conn->msg_start_ns) conn->msg_start_ns = now_ns();
-    /* An emptied buffer that grew for small messages goes back (a large
-     * message's is lent, and kept: see srv_msg_done). */
-    if (conn->rlen == 0 && conn->rcap > READ_CHUNK && conn->srv->pressured) {
-      free(conn->rbuf);
-      set_read_buffer(conn, NULL, 0);
-    }
+    /* A grown buffer is kept for the next large message (a large
+     * message's is lent and comes back: srv_msg_done), unless memory is
+     * short. */
+    if (conn->srv->pressured) conn_trim(conn);
   }
   conn->processing = false;
   srv_uncork(srv);
@@ -567,7 +566,6 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events) {
   if (!conn->closing && (events & UV_READABLE)) conn_read(conn);
 }
 
-void conn_start(srv_conn_t *conn) { conn_update(conn); }
 
 /* ---- the service is done with a message ------------------------------------- */
 

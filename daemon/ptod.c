@@ -213,8 +213,7 @@ bool ptod_live_key_applied(const char *section, const char *name) {
  * once. */
 static void apply_live_keys(life_t *life, const cfg_t *merged) {
   void (*run[sizeof(live_keys) / sizeof(live_keys[0])])(life_t *);
-  size_t nrun = 0, nkeys;
-  const cfg_key_t *keys = cfg_key_table(&nkeys);
+  size_t nrun = 0;
   cfg_t old = life->d.cfg;
   life->d.cfg = *merged;
   for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++) {
@@ -228,7 +227,6 @@ static void apply_live_keys(life_t *life, const cfg_t *merged) {
     for (size_t j = 0; j < nrun; j++) queued = queued || run[j] == live_keys[i].apply;
     if (!queued) run[nrun++] = live_keys[i].apply;
   }
-  (void)keys;
   for (size_t j = 0; j < nrun; j++) run[j](life);
 }
 

@@ -294,7 +294,7 @@ static void accept_one(srv_t *srv, int fd) {
   }
   log_debug("Client %llu connected: pid %d uid %u gid %u.", (unsigned long long)conn->id,
             (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
-  conn_start(conn);
+  conn_update(conn); /* start reading */
 }
 
 static void srv_on_connection(uv_poll_t *handle, int status, int events) {

@@ -78,7 +78,6 @@ typedef struct srv_msg {
   char *data;
   size_t len;
   uint64_t charge;  /* bytes counted against its connection while it lives */
-  uint64_t objects; /* msgpack objects in it */
   size_t lent_cap;  /* data is the connection's read buffer, lent (its capacity); 0: a copy */
 } srv_msg_t;
 

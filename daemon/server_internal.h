@@ -75,7 +75,6 @@ struct srv_conn {
 };
 
 /* conn.c, for server.c. */
-void conn_start(srv_conn_t *conn);          /* accepted and allowed: start reading */
 void conn_update(srv_conn_t *conn);         /* recompute poll events and the timer */
 void conn_flush(srv_conn_t *conn);          /* write what is queued, as far as it goes */
 void conn_free_output(srv_conn_t *conn);
