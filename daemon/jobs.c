@@ -195,8 +195,7 @@ static void run_dispatch(req_t *req) {
   d->dispatch_seq++;
   pto_sizing_resolve(&p->config.sizing, &d->env, &req->baseline, &sizing);
 
-  rc = rt_program_get(d->rt, p->program, &prog, &err);
-  if (rc < 0) goto fail;
+  prog = req->program;
 
   if (p->nargs) {
     args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*args));

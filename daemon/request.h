@@ -38,6 +38,7 @@ typedef struct req {
   uint32_t msgid;
   proto_method_t method;
   proto_params_t params;
+  const pto_program_t *program; /* a dispatch's, found at admission (programs stay loaded) */
   pto_sizing_t baseline; /* the config level ([ring]) when admitted */
   uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */

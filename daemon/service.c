@@ -147,11 +147,13 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
  * program exists and takes that many arguments (so a message of two
  * million arguments never reaches the queue), and the bytes it returns fit
  * one connection's output_limit. */
-static int check_dispatch(ptod_t *d, const proto_dispatch_params_t *p, pto_error_t *err) {
+static int check_dispatch(ptod_t *d, const proto_dispatch_params_t *p,
+                          const pto_program_t **ret_prog, pto_error_t *err) {
   const pto_program_t *prog;
   uint64_t returned = 0;
   int rc = rt_program_get(d->rt, p->program, &prog, err);
   if (rc < 0) return rc;
+  *ret_prog = prog;
   if (p->nargs > prog->nargs) {
     rc = pto_error_set(err, PTO_E_INVALID_ARGS,
                        "%s: takes at most %u arguments; got %u. `ptoctl programs` lists them.",
@@ -183,7 +185,7 @@ int service_admit(ptod_t *d, req_t *req, pto_error_t *err) {
   const proto_dispatch_params_t *p = &req->params.dispatch;
   int rc;
   if (req->method != PROTO_M_DISPATCH) return 0;
-  rc = check_dispatch(d, p, err);
+  rc = check_dispatch(d, p, &req->program, err);
   if (rc < 0) return rc;
   /* DFX artefacts come back in the result (dfx.h), and as files too where
    * there is a diagnostics_dir. */
