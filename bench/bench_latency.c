@@ -48,17 +48,6 @@ static void fail(const char *what) {
   exit(1);
 }
 
-static void write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write");
-    p += n;
-    len -= (size_t)n;
-  }
-}
-
 /* Read len bytes; spin: with non-blocking reads, never sleeping. */
 static bool read_all(int fd, void *buf, size_t len, bool spin) {
   char *p = buf;
@@ -70,54 +59,6 @@ static bool read_all(int fd, void *buf, size_t len, bool spin) {
     len -= (size_t)n;
   }
   return true;
-}
-
-/* The bytes libptoclient sends for one noop dispatch of 1 task. */
-static size_t capture_request(char *buf, size_t cap) {
-  char dir[] = "/tmp/ptod-bench-cap-XXXXXX", path[128];
-  struct sockaddr_un addr;
-  pto_dispatch_arg_t args[] = {pto_arg_int(1)};
-  pto_request_t req;
-  pto_client_t *c;
-  pto_error_t err;
-  uint32_t msgid;
-  size_t len = 0;
-  int lfd, fd;
-
-  if (!mkdtemp(dir)) fail("mkdtemp");
-  snprintf(path, sizeof path, "%s/s", dir);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1) < 0)
-    fail("listen");
-  if (pto_client_connect(path, 1000, &c, &err) < 0) {
-    fprintf(stderr, "bench_latency: connect: %s\n", err.message);
-    exit(1);
-  }
-  memset(&req, 0, sizeof req);
-  req.method = PTO_METHOD_DISPATCH;
-  req.u.dispatch.program = "noop";
-  req.u.dispatch.args = args;
-  req.u.dispatch.nargs = 1;
-  if (pto_client_send(c, &req, 1000, &msgid, &err) < 0) {
-    fprintf(stderr, "bench_latency: send: %s\n", err.message);
-    exit(1);
-  }
-  fd = accept(lfd, NULL, NULL);
-  if (fd < 0) fail("accept");
-  for (;;) {
-    ssize_t n = recv(fd, buf + len, cap - len, len ? MSG_DONTWAIT : 0);
-    if (n <= 0) break;
-    len += (size_t)n;
-  }
-  pto_client_close(c);
-  close(fd);
-  close(lfd);
-  unlink(path);
-  rmdir(dir);
-  return len;
 }
 
 /* Read one whole msgpack object from fd; returns its size.  `ok`: whether
@@ -146,50 +87,30 @@ static size_t read_response(int fd, msgpack_unpacker *u, bool *ok) {
   return total;
 }
 
-static int connect_raw(const char *path) {
-  struct sockaddr_un addr;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof addr.sun_path) {
-    fprintf(stderr, "bench_latency: socket path '%s' is too long\n", path);
-    exit(1);
-  }
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) fail("connect to ptod");
-  return fd;
-}
-
 /* The ping-pong peer: read req bytes, answer resp bytes, until EOF; spin:
  * it polls with non-blocking reads (and takes a whole CPU while it runs). */
-static pid_t start_echo(int *ret_fd, size_t req, size_t resp, bool spin) {
-  int sv[2];
-  pid_t pid;
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) fail("socketpair");
-  pid = fork();
-  if (pid < 0) fail("fork");
-  if (pid == 0) {
-    char in[MAX_MSG], out[MAX_MSG];
-    close(sv[0]);
-    memset(out, 0xa5, sizeof out);
-    while (read_all(sv[1], in, req, spin)) write_all(sv[1], out, resp);
-    _exit(0);
-  }
-  close(sv[1]);
-  *ret_fd = sv[0];
-  return pid;
+typedef struct pingpong {
+  size_t req, resp;
+  bool spin;
+} pingpong_t;
+
+static void pingpong_serve(int fd, void *arg) {
+  const pingpong_t *pp = arg;
+  char in[MAX_MSG], out[MAX_MSG];
+  memset(out, 0xa5, sizeof out);
+  while (read_all(fd, in, pp->req, pp->spin)) bench_write_all(fd, out, pp->resp);
 }
 
-static void stop_echo(int fd, pid_t pid) {
-  close(fd);
-  waitpid(pid, NULL, 0);
+static pid_t start_echo(int *ret_fd, size_t req, size_t resp, bool spin) {
+  pingpong_t pp = {req, resp, spin};
+  return bench_peer_start(ret_fd, pingpong_serve, &pp);
 }
 
 /* One round trip of `len` request bytes, in us. */
 static double pingpong_once(int fd, const char *req, size_t qlen, size_t rlen, bool spin) {
   char in[MAX_MSG];
   uint64_t t0 = bench_now_ns();
-  write_all(fd, req, qlen);
+  bench_write_all(fd, req, qlen);
   if (!read_all(fd, in, rlen, spin)) fail("read from the ping-pong peer");
   return (double)(bench_now_ns() - t0) / 1000.0;
 }
@@ -197,7 +118,7 @@ static double pingpong_once(int fd, const char *req, size_t qlen, size_t rlen, b
 static double raw_once(int fd, msgpack_unpacker *u, const char *req, size_t qlen) {
   uint64_t t0 = bench_now_ns();
   bool ok;
-  write_all(fd, req, qlen);
+  bench_write_all(fd, req, qlen);
   read_response(fd, u, &ok);
   if (!ok) {
     fprintf(stderr, "bench_latency: a dispatch failed\n");
@@ -247,7 +168,6 @@ enum {
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
-
 static double med(const double *v, int reps) {
   double tmp[MAX_REPS];
   memcpy(tmp, v, sizeof(double) * (size_t)reps);
@@ -291,7 +211,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < 2 + 2 * NDAEMONS; i++) lat2[i] = calloc(nidle, sizeof *lat);
   if (!lat) fail("calloc");
 
-  qlen = capture_request(req, sizeof req);
+  qlen = bench_capture_noop(req, sizeof req);
   {
     msgpack_sbuffer sb;
     msgpack_packer pk;
@@ -315,9 +235,9 @@ int main(int argc, char **argv) {
     snprintf(conf, sizeof conf, "%s[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n",
              getenv("PTOD_BENCH_PTOD") ? "" : spin_conf[i]);
     bench_daemon_start(&t[i].d, conf);
-    t[i].fd = connect_raw(t[i].d.socket);
+    t[i].fd = bench_connect_unix(t[i].d.socket);
     msgpack_unpacker_init(&t[i].u, MAX_MSG);
-    write_all(t[i].fd, req, qlen);
+    bench_write_all(t[i].fd, req, qlen);
     rlen = read_response(t[i].fd, &t[i].u, NULL);
     if (pto_client_connect(t[i].d.socket, 1000, &t[i].c, &err) < 0) {
       fprintf(stderr, "bench_latency: connect: %s\n", err.message);
@@ -337,7 +257,7 @@ int main(int argc, char **argv) {
         echo = start_echo(&echo_fd, qlen, rlen, spin);
         for (size_t i = 0; i < warm + n; i++)
           lat[i] = pingpong_once(echo_fd, req, qlen, rlen, spin);
-        stop_echo(echo_fd, echo);
+        bench_peer_stop(echo_fd, echo);
         record(&series[spin ? K_PP_SPIN : K_PP_BLOCK], r, lat + warm, n);
       } else {
         int di = (s - 2) / 2;
@@ -371,7 +291,7 @@ int main(int argc, char **argv) {
           }
         }
       }
-      stop_echo(echo_fd, echo);
+      bench_peer_stop(echo_fd, echo);
       record(&series[gap == 0 ? K_PP_IDLE20 : K_PP_IDLE2], r, lat2[0], nidle);
       for (int di = 0, m = 1; di < NDAEMONS; di++) {
         record(&series[(gap == 0 ? K_RAW_IDLE20 : K_RAW_IDLE2) + di], r, lat2[m++], nidle);
@@ -427,7 +347,6 @@ int main(int argc, char **argv) {
     figure_series(k2, K_PING_IDLE20 + di, reps, "ping (no device thread), after 20 ms idle");
     snprintf(k2, sizeof k2, "%s.client", sn);
     figure_series(k2, K_CLIENT + di, reps, "noop(1) through libptoclient, back to back");
-
     snprintf(key, sizeof key, "latency.%s.b2b_vs_spin.p50", sn);
     bench_figure(key, med_ratio(series[K_RAW_B2B + di].p50, series[K_PP_SPIN].p50, reps), "x",
                  "raw dispatch back to back / spinning ping-pong, p50, same run; target <= 2");

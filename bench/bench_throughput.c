@@ -43,80 +43,10 @@ static void fail(const char *what) {
   exit(1);
 }
 
-static void write_all(int fd, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      struct pollfd pf = {fd, POLLOUT, 0};
-      poll(&pf, 1, 1000);
-      continue;
-    }
-    if (n <= 0) fail("write");
-    p += n;
-    len -= (size_t)n;
-  }
-}
-
-static int connect_path(const char *path) {
-  struct sockaddr_un addr;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof addr.sun_path) fail("socket path too long");
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) fail("connect");
-  return fd;
-}
-
 /* ---- the request bytes ---------------------------------------------------- */
 
 static char g_req[MAX_MSG];
 static size_t g_qlen, g_rlen;
-
-/* libptoclient's bytes for one noop(1) dispatch, captured on a socket. */
-static void capture_request(void) {
-  char dir[] = "/tmp/ptod-bench-cap-XXXXXX", path[64];
-  struct sockaddr_un addr;
-  pto_dispatch_arg_t args[] = {pto_arg_int(1)};
-  pto_request_t req;
-  pto_client_t *c;
-  pto_error_t err;
-  uint32_t msgid;
-  int lfd, fd;
-
-  if (!mkdtemp(dir)) fail("mkdtemp");
-  snprintf(path, sizeof path, "%s/s", dir);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1) < 0)
-    fail("listen");
-  if (pto_client_connect(path, 1000, &c, &err) < 0) fail("connect to the capture socket");
-  memset(&req, 0, sizeof req);
-  req.method = PTO_METHOD_DISPATCH;
-  req.u.dispatch.program = "noop";
-  req.u.dispatch.args = args;
-  req.u.dispatch.nargs = 1;
-  if (pto_client_send(c, &req, 1000, &msgid, &err) < 0) fail("send to the capture socket");
-  fd = accept(lfd, NULL, NULL);
-  if (fd < 0) fail("accept");
-  for (;;) {
-    struct pollfd p = {fd, POLLIN, 0};
-    ssize_t n;
-    if (poll(&p, 1, 200) <= 0) break;
-    n = read(fd, g_req + g_qlen, sizeof g_req - g_qlen);
-    if (n <= 0) break;
-    g_qlen += (size_t)n;
-  }
-  pto_client_close(c);
-  close(fd);
-  close(lfd);
-  unlink(path);
-  rmdir(dir);
-}
 
 /* ---- the echo server -------------------------------------------------------- */
 
@@ -160,7 +90,7 @@ static void echo_serve(int lfd) {
       c->have %= g_qlen;
       while (whole) {
         size_t batch = whole * g_rlen <= sizeof out ? whole : sizeof out / g_rlen;
-        write_all(c->fd, out, batch * g_rlen);
+        bench_write_all(c->fd, out, batch * g_rlen);
         whole -= batch;
       }
     }
@@ -207,7 +137,7 @@ static client_report_t run_raw_client(int fd, bool echo, uint64_t duration_ns) {
   msgpack_unpacker_init(&u, 64 * 1024);
   msgpack_unpacked_init(&out);
   for (int i = 0; i < WINDOW; i++) memcpy(batch + (size_t)i * g_qlen, g_req, g_qlen);
-  write_all(fd, batch, WINDOW * g_qlen);
+  bench_write_all(fd, batch, WINDOW * g_qlen);
   inflight = WINDOW;
   while (inflight) {
     uint64_t got = 0;
@@ -227,7 +157,7 @@ static client_report_t run_raw_client(int fd, bool echo, uint64_t duration_ns) {
     rep.done += got;
     if (sending && bench_now_ns() - t0 >= duration_ns) sending = false;
     if (sending && got) {
-      write_all(fd, batch, got * g_qlen);
+      bench_write_all(fd, batch, got * g_qlen);
       inflight += got;
     }
   }
@@ -308,12 +238,12 @@ static double run_clients(client_mode_t mode, const char *path, int n, uint64_t 
           _exit(1);
         }
       } else {
-        fd = connect_path(path);
+        fd = bench_connect_unix(path);
       }
       if (read(go[0], &b, 1) != 1) _exit(1);
       rep = mode == MODE_CLIENT ? run_lib_client(c, duration_ns)
                                 : run_raw_client(fd, mode == MODE_ECHO, duration_ns);
-      write_all(res[1], &rep, sizeof rep);
+      bench_write_all(res[1], &rep, sizeof rep);
       if (c) pto_client_close(c);
       _exit(0);
     }
@@ -322,7 +252,7 @@ static double run_clients(client_mode_t mode, const char *path, int n, uint64_t 
   close(res[1]);
   bench_sleep_us(50000); /* every client connected */
   memset(start, 'g', sizeof start);
-  write_all(go[1], start, (size_t)n);
+  bench_write_all(go[1], start, (size_t)n);
   for (int i = 0; i < n; i++) {
     client_report_t rep;
     size_t got = 0;
@@ -367,18 +297,18 @@ int main(int argc, char **argv) {
       if (!rates[m][k]) fail("calloc");
     }
 
-  capture_request();
+  g_qlen = bench_capture_noop(g_req, sizeof g_req);
   bench_daemon_start(&d, "[daemon]\nqueue_depth = 4096\n\n"
                          "[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n");
   {
     /* The response size, for the echo server. */
-    int fd = connect_path(d.socket);
+    int fd = bench_connect_unix(d.socket);
     msgpack_unpacker u;
     msgpack_unpacked out;
     size_t size = 0;
     msgpack_unpacker_init(&u, MAX_MSG);
     msgpack_unpacked_init(&out);
-    write_all(fd, g_req, g_qlen);
+    bench_write_all(fd, g_req, g_qlen);
     while (msgpack_unpacker_next_with_size(&u, &out, &size) != MSGPACK_UNPACK_SUCCESS) {
       ssize_t n;
       msgpack_unpacker_reserve_buffer(&u, MAX_MSG);

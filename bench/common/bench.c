@@ -4,17 +4,23 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <pto/client.h>
+
+#include "reader.h"
 
 #define DAEMON_READY_TIMEOUT_NS (UINT64_C(60) * 1000000000u)
 
@@ -301,6 +307,126 @@ void bench_daemon_stop(bench_daemon_t *d) {
   rmdir(d->dir);
 }
 
+/* ---- sockets -------------------------------------------------------------- */
+
+int bench_connect_unix(const char *path) {
+  struct sockaddr_un addr;
+  int fd;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof addr.sun_path)
+    die("The socket path '%s' is too long (at most %zu bytes).", path, sizeof addr.sun_path - 1);
+  memcpy(addr.sun_path, path, strlen(path) + 1);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) die("Failed to create a Unix socket: %s.", strerror(errno));
+  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
+    die("Failed to connect to '%s': %s.", path, strerror(errno));
+  return fd;
+}
+
+void bench_write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      struct pollfd pf = {fd, POLLOUT, 0};
+      poll(&pf, 1, 1000);
+      continue;
+    }
+    if (n <= 0) die("Failed to write to a socket: %s.", n < 0 ? strerror(errno) : "wrote nothing");
+    p += n;
+    len -= (size_t)n;
+  }
+}
+
+char *bench_capture_request(const pto_request_t *req, size_t cap, size_t *ret_len) {
+  char dir[] = "/tmp/ptod-bench-cap-XXXXXX", path[64];
+  struct sockaddr_un addr;
+  proto_reader_t r;
+  pto_client_t *c;
+  pto_error_t err;
+  size_t have = 0, len = 0;
+  char *buf = malloc(cap);
+  int lfd, fd;
+  pid_t pid;
+
+  if (!buf) die("Out of memory for a %zu-byte request.", cap);
+  if (!mkdtemp(dir)) die("Failed to create a temporary directory: %s.", strerror(errno));
+  snprintf(path, sizeof path, "%s/s", dir);
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  memcpy(addr.sun_path, path, strlen(path) + 1);
+  lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1) < 0)
+    die("Failed to listen on '%s': %s.", path, strerror(errno));
+  if (pto_client_connect(path, 1000, &c, &err) < 0) die("Capture: %s", err.message);
+  fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) die("Failed to accept on '%s': %s.", path, strerror(errno));
+  pid = fork();
+  if (pid < 0) die("fork failed: %s.", strerror(errno));
+  if (pid == 0) {
+    uint32_t msgid;
+    close(fd);
+    _exit(pto_client_send(c, req, 60000, &msgid, &err) < 0 ? 1 : 0);
+  }
+  proto_reader_init(&r, cap);
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    ssize_t n;
+    int rc;
+    if (poll(&p, 1, 60000) <= 0) die("Capture: libptoclient sent nothing within 60 s.");
+    n = read(fd, buf + have, cap - have);
+    if (n <= 0) die("Capture: the connection closed after %zu bytes.", have);
+    have += (size_t)n;
+    rc = proto_reader_feed(&r, buf, have, &len, NULL);
+    if (rc < 0) die("Capture: libptoclient's %zu bytes are not one msgpack request.", have);
+    if (rc == 1) break;
+  }
+  waitpid(pid, NULL, 0);
+  pto_client_close(c);
+  close(fd);
+  close(lfd);
+  unlink(path);
+  rmdir(dir);
+  *ret_len = len;
+  return buf;
+}
+
+size_t bench_capture_noop(char *buf, size_t cap) {
+  pto_dispatch_arg_t arg = pto_arg_int(1);
+  pto_request_t noop = {.method = PTO_METHOD_DISPATCH,
+                        .u.dispatch = {.program = "noop", .args = &arg, .nargs = 1}};
+  size_t len;
+  char *bytes = bench_capture_request(&noop, cap, &len);
+  memcpy(buf, bytes, len);
+  free(bytes);
+  return len;
+}
+
+pid_t bench_peer_start(int *ret_fd, void (*serve)(int fd, void *arg), void *arg) {
+  int sv[2];
+  pid_t pid;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    die("socketpair failed: %s.", strerror(errno));
+  pid = fork();
+  if (pid < 0) die("fork failed: %s.", strerror(errno));
+  if (pid == 0) {
+    close(sv[0]);
+    serve(sv[1], arg);
+    _exit(0);
+  }
+  close(sv[1]);
+  *ret_fd = sv[0];
+  return pid;
+}
+
+void bench_peer_stop(int fd, pid_t pid) {
+  close(fd);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
 /* ---- processes ------------------------------------------------------------ */
 
 long bench_rss_kib(pid_t pid) {
@@ -341,4 +467,25 @@ uint64_t bench_cpu_ns(pid_t pid) {
   }
   closedir(dir);
   return total;
+}
+
+long bench_minflt(pid_t pid) {
+  char path[64], buf[1024], *p;
+  long v = -1;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  f = fopen(path, "r");
+  if (!f) return -1;
+  if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')'))) {
+    /* After ") ": state ppid pgrp session tty_nr tpgid flags minflt */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %ld", &v) != 1) v = -1;
+  }
+  fclose(f);
+  return v;
+}
+
+long bench_self_minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
 }

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <pto/client.h>
+
 typedef struct bench_opts {
   int reps;         /* repetitions of each measurement (--reps N; default 5) */
   bool smoke;       /* --smoke: tiny counts, only to prove the program works */
@@ -85,6 +87,31 @@ const char *bench_ptod_path(void);
  * programs). */
 const char *bench_programs_dir(void);
 
+/* ---- sockets -------------------------------------------------------------- */
+
+/* A connected Unix stream socket to path (close-on-exec, blocking); exits
+ * with the reason when it cannot connect. */
+int bench_connect_unix(const char *path);
+/* Write all len bytes to fd: retries on EINTR, waits for room on a
+ * non-blocking fd; exits with the reason on any other failure. */
+void bench_write_all(int fd, const void *buf, size_t len);
+
+/* The bytes libptoclient sends for req (at most cap), captured on a socket
+ * of ours: a child sends, waiting for room, while this reads, so a request
+ * larger than the socket buffer is captured too.  Malloc'ed (the caller
+ * frees), *ret_len bytes: exactly one message, framed by the daemon's own
+ * reader. */
+char *bench_capture_request(const pto_request_t *req, size_t cap, size_t *ret_len);
+/* The bytes of one noop(1) dispatch (a noop of 1 task) into buf (cap
+ * bytes); returns how many. */
+size_t bench_capture_noop(char *buf, size_t cap);
+
+/* A peer process at the other end of a Unix socket pair: the child runs
+ * serve(its end, arg) and exits 0; our end (close-on-exec) in *ret_fd.
+ * bench_peer_stop closes our end (the peer sees EOF) and reaps it. */
+pid_t bench_peer_start(int *ret_fd, void (*serve)(int fd, void *arg), void *arg);
+void bench_peer_stop(int fd, pid_t pid);
+
 /* ---- processes ------------------------------------------------------------ */
 
 /* Resident set size of a process in KiB (VmRSS), or -1. */
@@ -92,5 +119,9 @@ long bench_rss_kib(pid_t pid);
 /* CPU time used so far by every thread of a process, in ns (schedstat:
  * ns resolution), or 0 when it cannot be read. */
 uint64_t bench_cpu_ns(pid_t pid);
+/* Minor page faults so far of a process (/proc/PID/stat), or -1; of this
+ * process (getrusage). */
+long bench_minflt(pid_t pid);
+long bench_self_minflt(void);
 
 #endif
