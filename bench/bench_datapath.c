@@ -1,199 +1,72 @@
-/* bench_datapath — inline data through a dispatch, 4 KiB to 64 MiB.
+/* bench_datapath — a dispatch's data, inline and through shared memory,
+ * 4 KiB to 256 MiB, and resident-buffer loads from a region.
  *
- * One dispatch of the bench program `touch` (bench/programs/touch.c: one
- * task that increments the first byte) with one argument
- * {"data": S bytes, "dir": "inout"}: the bytes go to the daemon in the
- * request, are copied into device memory, and come back in the response.
- * The figure is S / round-trip time (the payload's rate; the wire carries
- * it twice), median over repetitions, against memcpy of S bytes between
- * two buffers in the same run, two ways:
- *   client  through libptoclient (what a user sees)
- *   raw     libptoclient's request bytes written from one buffer and the
- *           response read into another, both reused (so never faulted in
- *           again) and framed with the daemon's own reader: the daemon's
- *           part of the path
- * and the minor page faults per round trip on each side: a fresh page
- * costs 10-20 us on these virtual machines, so fresh buffers of many MiB
- * cost more than the copies. */
-#include <errno.h>
+ * The table: one dispatch of the bench program `touch`
+ * (bench/programs/touch.c: one task that increments the first byte) with
+ * one inout argument of S bytes.  The figure is S / round-trip time (the
+ * payload's rate), median over repetitions, for
+ *   client      {"data": S bytes, "dir": "inout"} through libptoclient: the
+ *               bytes go to the daemon in the request, are copied into
+ *               device memory, and come back in the response
+ *   shm         {"shm": r, "bytes": S, "dir": "inout"} through libptoclient,
+ *               one region created once and reused: the daemon copies the
+ *               bytes from the region into device memory and back (two
+ *               copies, no bytes in any message)
+ *   raw         client's request bytes written from one buffer and the
+ *               response read into another, both reused (so never faulted
+ *               in again) and framed with the daemon's own reader: the
+ *               daemon's part of the inline path
+ *   python      the inline argument through the Python client
+ *   python_shm  the shm argument through the Python client's region
+ * against baselines measured in the same repetition: memcpy of S bytes
+ * between two buffers (and two of them for shm, the copies it must make),
+ * and the same S bytes both ways over a raw Unix socket to an echo
+ * process.  Also the minor page faults per round trip on each side: a
+ * fresh page costs 10-20 us on these virtual machines, so a path that
+ * faults in fresh buffers of many MiB pays more than the copies.
+ *
+ * The buffer part: buffer.write of the largest size from a region into a
+ * resident buffer, and buffer.read from it back into the region (the
+ * weight-load path), interleaved sample by sample with memcpys of the same
+ * size.
+ *
+ * --only table | buffer: one part. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <pto/client.h>
 
 #include "bench.h"
-#include "reader.h"
+#include "datapath.h"
+#include "pyrun.h"
 
+#define MAX_REPS 64
 
 static void fail(const char *what) {
   fprintf(stderr, "bench_datapath: %s\n", what);
   exit(1);
 }
 
-static long self_minflt(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_minflt;
-}
-
-/* Minor page faults of process pid so far (field 10 of /proc/pid/stat). */
-static long proc_minflt(pid_t pid) {
-  char path[64], buf[1024], *p;
-  long v = -1;
-  FILE *f;
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  f = fopen(path, "r");
-  if (!f) return -1;
-  if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')'))) {
-    /* After ") ": state ppid pgrp session tty_nr tpgid flags minflt */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %ld", &v) != 1) v = -1;
-  }
-  fclose(f);
-  return v;
-}
-
-static double memcpy_us(char *dst, const char *src, size_t size, int iters) {
-  uint64_t t0 = bench_now_ns();
-  for (int i = 0; i < iters; i++) {
-    memcpy(dst, src, size);
-    __asm__ __volatile__("" : : "r"(dst) : "memory"); /* keep every copy */
-  }
-  return (double)(bench_now_ns() - t0) / 1000.0 / iters;
-}
-
-static int connect_path(const char *path) {
-  struct sockaddr_un addr;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (fd < 0 || strlen(path) >= sizeof addr.sun_path) fail("socket");
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) fail("connect");
-  return fd;
-}
-
-static void write_all(int fd, const char *p, size_t len) {
-  while (len) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write");
-    p += n;
-    len -= (size_t)n;
-  }
-}
-
-/* libptoclient's request bytes for touch(inout `size` bytes), captured on a
- * socket of ours: malloc'ed, *ret_len bytes. */
-static char *capture_request(const unsigned char *data, size_t size, size_t *ret_len) {
-  char dir[] = "/tmp/ptod-bench-cap-XXXXXX", path[64];
-  struct sockaddr_un addr;
-  pto_dispatch_arg_t args[1] = {pto_arg_inout(data, size)};
-  pto_request_t req;
-  pto_client_t *c;
+/* One dispatch of touch(arg), in us; exits when it fails. */
+static double touch_us(pto_client_t *c, pto_dispatch_arg_t arg, size_t size,
+                       pto_dispatch_result_t **ret_res) {
+  pto_dispatch_req_t req = {.program = "touch", .args = &arg, .nargs = 1};
   pto_error_t err;
-  uint32_t msgid;
-  size_t cap = size + (1u << 20), len = 0;
-  char *buf = malloc(cap);
-  int lfd, fd;
-
-  if (!buf || !mkdtemp(dir)) fail("capture");
-  snprintf(path, sizeof path, "%s/s", dir);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1) < 0)
-    fail("listen");
-  if (pto_client_connect(path, 1000, &c, &err) < 0) fail(err.message);
-  fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
-  if (fd < 0) fail("accept");
-  memset(&req, 0, sizeof req);
-  req.method = PTO_METHOD_DISPATCH;
-  req.u.dispatch.program = "touch";
-  req.u.dispatch.args = args;
-  req.u.dispatch.nargs = 1;
-  /* Send and drain at once (the request may be larger than the socket
-   * buffer): a child sends, waiting for room, while this reads. */
-  {
-    proto_reader_t r;
-    size_t have = 0;
-    pid_t pid = fork();
-    if (pid < 0) fail("fork");
-    if (pid == 0) {
-      close(fd);
-      _exit(pto_client_send(c, &req, 60000, &msgid, &err) < 0 ? 1 : 0);
-    }
-    proto_reader_init(&r, cap);
-    for (;;) {
-      struct pollfd p = {fd, POLLIN, 0};
-      ssize_t n;
-      int rc;
-      if (poll(&p, 1, 60000) <= 0) fail("capture: nothing sent");
-      n = read(fd, buf + have, cap - have);
-      if (n <= 0) fail("capture: connection closed");
-      have += (size_t)n;
-      rc = proto_reader_feed(&r, buf, have, &len, NULL);
-      if (rc < 0) fail("capture: not msgpack");
-      if (rc == 1) break;
-    }
-    waitpid(pid, NULL, 0);
-  }
-  pto_client_close(c);
-  close(fd);
-  close(lfd);
-  unlink(path);
-  rmdir(dir);
-  *ret_len = len;
-  return buf;
-}
-
-static void stop_echo(int fd, pid_t pid) {
-  close(fd);
-  waitpid(pid, NULL, 0);
-}
-
-/* One raw round trip: the request as is, the response into rx (cap bytes). */
-static double raw_us(int fd, const char *req, size_t qlen, char *rx, size_t cap) {
-  proto_reader_t r;
-  size_t have = 0, len = 0;
   uint64_t t0 = bench_now_ns();
-  proto_reader_init(&r, cap);
-  write_all(fd, req, qlen);
-  for (;;) {
-    ssize_t n = read(fd, rx + have, cap - have);
-    int rc;
-    if (n <= 0) fail("read from ptod");
-    have += (size_t)n;
-    rc = proto_reader_feed(&r, rx, have, &len, NULL);
-    if (rc < 0) fail("ptod's answer is not msgpack");
-    if (rc == 1) break;
-  }
-  if (len != have) fail("more than one answer");
-  return (double)(bench_now_ns() - t0) / 1000.0;
-}
-
-static double dispatch_us(pto_client_t *c, unsigned char *data, size_t size) {
-  pto_dispatch_arg_t args[1];
-  pto_dispatch_req_t req = {.program = "touch", .args = args, .nargs = 1};
-  pto_dispatch_result_t *res;
-  pto_error_t err;
-  unsigned char before = data[0];
-  uint64_t t0;
-  double us;
-  args[0] = pto_arg_inout(data, size);
-  t0 = bench_now_ns();
-  if (pto_client_dispatch(c, &req, 120000, &res, &err) < 0) {
+  if (pto_client_dispatch(c, &req, 120000, ret_res, &err) < 0) {
     fprintf(stderr, "bench_datapath: dispatch of %zu bytes: %s\n", size, err.message);
     exit(1);
   }
-  us = (double)(bench_now_ns() - t0) / 1000.0;
+  return (double)(bench_now_ns() - t0) / 1000.0;
+}
+
+/* Inline: the bytes come back in the answer, the first one incremented. */
+static double inline_us(pto_client_t *c, unsigned char *data, size_t size) {
+  pto_dispatch_result_t *res;
+  unsigned char before = data[0];
+  double us = touch_us(c, pto_arg_inout(data, size), size, &res);
   if (res->noutputs != 1 || res->outputs[0].len != size ||
       res->outputs[0].ptr[0] != (unsigned char)(before + 1) ||
       memcmp(res->outputs[0].ptr + 1, data + 1, size - 1) != 0)
@@ -203,87 +76,280 @@ static double dispatch_us(pto_client_t *c, unsigned char *data, size_t size) {
   return us;
 }
 
-/* The raw-socket baseline's peer: send back whatever it reads, as it reads
- * it, until EOF (one buffer, reused). */
-static pid_t start_echo(int *ret_fd, size_t size) {
-  int sv[2];
-  pid_t pid;
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) fail("socketpair");
-  pid = fork();
-  if (pid < 0) fail("fork");
-  if (pid == 0) {
-    char *buf = malloc(size);
-    close(sv[0]);
-    if (!buf) _exit(1);
-    memset(buf, 0, size);
-    for (;;) {
-      ssize_t n = read(sv[1], buf, size);
-      if (n <= 0) _exit(0);
-      write_all(sv[1], buf, (size_t)n);
-    }
-  }
-  close(sv[1]);
-  *ret_fd = sv[0];
-  return pid;
-}
-
-/* One raw-socket round trip of `size` bytes each way, in us. */
-static double socket_us(int fd, const char *tx, char *rx, size_t size) {
-  uint64_t t0 = bench_now_ns();
-  size_t have = 0;
-  /* Write in pieces and read between them: the peer echoes while we send,
-   * and neither side's socket buffer has to hold the whole message. */
-  for (size_t off = 0; off < size || have < size;) {
-    if (off < size) {
-      size_t chunk = size - off < (256u << 10) ? size - off : (256u << 10);
-      write_all(fd, tx + off, chunk);
-      off += chunk;
-    }
-    while (have < off) {
-      ssize_t n = read(fd, rx + have, size - have);
-      if (n <= 0) fail("read from the echo peer");
-      have += (size_t)n;
-    }
-  }
-  return (double)(bench_now_ns() - t0) / 1000.0;
-}
-
-/* The Python client (client/python, Debian's python3 with python3-msgpack):
- * the median round trip of `iters` dispatches of touch(inout size), in us,
- * or -1 when it cannot run. */
-static double python_us(const char *socket, size_t size, int iters) {
-  char cmd[2048];
-  double us = -1;
-  FILE *f;
-  snprintf(cmd, sizeof cmd,
-           "PYTHONPATH=%s /usr/bin/python3 -c '\n"
-           "import statistics, sys, time\n"
-           "from ptoclient import Client, InOut\n"
-           "data = bytearray(%zu)\n"
-           "with Client(socket_path=\"%s\", timeout=120) as c:\n"
-           "    c.dispatch(\"touch\", [InOut(data)])\n"
-           "    t = []\n"
-           "    for _ in range(%d):\n"
-           "        t0 = time.perf_counter()\n"
-           "        r = c.dispatch(\"touch\", [InOut(data)])\n"
-           "        t.append((time.perf_counter() - t0) * 1e6)\n"
-           "        assert len(r[\"outputs\"][0]) == %zu\n"
-           "print(statistics.median(t))\n' 2>&1",
-           PTOD_BENCH_PYTHONPATH, size, socket, iters, size);
-  f = popen(cmd, "r");
-  if (!f) return -1;
-  if (fscanf(f, "%lf", &us) != 1) us = -1;
-  pclose(f);
+/* Through the region: nothing in the answer, the region's first byte
+ * incremented in place. */
+static double shm_us(pto_client_t *c, pto_shm_t *r, size_t size) {
+  pto_dispatch_result_t *res;
+  volatile unsigned char *p = pto_shm_data(r);
+  unsigned char before = p[0];
+  double us = touch_us(c, pto_arg_shm(r, 0, size, PTO_ARG_INOUT), size, &res);
+  if (res->noutputs != 1 || res->outputs[0].ptr != NULL || p[0] != (unsigned char)(before + 1))
+    fail("the region's bytes were not written back");
+  pto_result_free(res);
   return us;
 }
 
-#define KINDS 5 /* client, raw, python, socket, memcpy */
-static const char *const kind_keys[KINDS] = {"client", "raw", "python", "socket", "memcpy"};
+/* The Python client, one process per repetition: the median round trip
+ * of `iters` dispatches of touch(inout), first inline, then through a
+ * region of its own, each after one warm-up; prints both, in us. */
+static const char python_script[] =
+    "import statistics, sys, time\n"
+    "from ptoclient import Client, InOut\n"
+    "sock, size, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+    "def median_us(call, check):\n"
+    "    check(call())\n"
+    "    t = []\n"
+    "    for _ in range(iters):\n"
+    "        t0 = time.perf_counter()\n"
+    "        r = call()\n"
+    "        t.append((time.perf_counter() - t0) * 1e6)\n"
+    "        check(r)\n"
+    "    return statistics.median(t)\n"
+    "data = bytearray(size)\n"
+    "def inline_ok(r):\n"
+    "    assert len(r['outputs'][0]) == size\n"
+    "with Client(socket_path=sock, timeout=120) as c:\n"
+    "    us = median_us(lambda: c.dispatch('touch', [InOut(data)]), inline_ok)\n"
+    "    with c.shm(size) as reg:\n"
+    "        buf = reg.buffer\n"
+    "        def shm_call():\n"
+    "            before = buf[0]\n"
+    "            return c.dispatch('touch', [reg.arg(0, size, 'inout')]), before\n"
+    "        def shm_ok(rb):\n"
+    "            assert rb[0]['outputs'][0] is None and buf[0] == (rb[1] + 1) & 255\n"
+    "        shm = median_us(shm_call, shm_ok)\n"
+    "        del buf\n"
+    "print(us, shm)\n";
+
+static void python_us(const char *socket, size_t size, int iters, double *ret_inline,
+                      double *ret_shm) {
+  char s[32], n[32];
+  const char *args[] = {socket, s, n, NULL};
+  double v[2];
+  snprintf(s, sizeof s, "%zu", size);
+  snprintf(n, sizeof n, "%d", iters);
+  if (bench_python(python_script, args, v, 2) < 0) v[0] = v[1] = -1;
+  *ret_inline = v[0];
+  *ret_shm = v[1];
+}
+
+enum { K_CLIENT, K_SHM, K_RAW, K_PY, K_PYSHM, K_SOCKET, K_MEMCPY, KINDS };
+#define MEASURED K_SOCKET /* kinds before it are paths through ptod, the rest baselines */
+static const char *const kind_keys[KINDS] = {"client", "shm", "raw", "python", "python_shm",
+                                             "socket", "memcpy"};
 static const char *const kind_notes[KINDS] = {
-    "through libptoclient", "libptoclient's request bytes from one buffer, the response into "
-    "another, both reused (the daemon's share)", "through the Python client (client/python)",
+    "inline through libptoclient",
+    "shm inout from one region, reused, through libptoclient",
+    "libptoclient's inline request bytes from one buffer, the response into another, both "
+    "reused (the daemon's share)",
+    "inline through the Python client (client/python)",
+    "shm inout through the Python client's region (client/python)",
     "baseline: the same bytes both ways over a raw Unix socket to an echo process, buffers reused",
     "baseline: one memcpy of the same bytes"};
+
+/* Median over reps of num[r] * scale / den[r]. */
+static double med_ratio(const double *num, const double *den, double scale, int reps) {
+  double r[MAX_REPS];
+  for (int i = 0; i < reps; i++) r[i] = num[i] * scale / den[i];
+  return bench_median(r, (size_t)reps);
+}
+
+/* The figures of one size: rates, ratios to the baselines, the targets. */
+static void size_figures(size_t size, double *const v[KINDS], const double med[KINDS], int reps) {
+  char key[96], note[400];
+  size_t kib = size >> 10;
+  for (int k = 0; k < KINDS; k++) {
+    if (med[k] < 0) continue; /* the Python client could not run */
+    snprintf(key, sizeof key, "datapath.%zuK.%s.gbps", kib, kind_keys[k]);
+    if (k < MEASURED)
+      snprintf(note, sizeof note, "touch(inout %zu KiB) %s: bytes / round trip (%.1f us), "
+               "median of %d reps", kib, kind_notes[k], med[k], reps);
+    else
+      snprintf(note, sizeof note, "%s, %zu KiB (%.1f us), median of %d reps", kind_notes[k],
+               kib, med[k], reps);
+    bench_figure(key, (double)size / med[k] / 1e3, "GB/s", note);
+  }
+  for (int k = 0; k < MEASURED; k++) {
+    if (med[k] < 0) continue;
+    for (int base = MEASURED; base < KINDS; base++) {
+      snprintf(key, sizeof key, "datapath.%zuK.%s_vs_%s", kib, kind_keys[k], kind_keys[base]);
+      snprintf(note, sizeof note, "%s rate / %s rate, same rep, median of reps%s", kind_keys[k],
+               kind_keys[base], k == K_CLIENT && base == K_SOCKET && kib == 65536
+                                    ? "; target >= 0.5" : "");
+      bench_figure(key, med_ratio(v[base], v[k], 1, reps), "x", note);
+    }
+  }
+  snprintf(key, sizeof key, "datapath.%zuK.shm_vs_2memcpy", kib);
+  snprintf(note, sizeof note, "shm rate / the rate of two memcpys of the same bytes (the copies "
+           "into device memory and back), same rep%s", kib == 65536 ? "; target >= 0.5" : "");
+  bench_figure(key, med_ratio(v[K_MEMCPY], v[K_SHM], 2, reps), "x", note);
+  snprintf(key, sizeof key, "datapath.%zuK.shm_vs_inline_rtt", kib);
+  snprintf(note, sizeof note, "shm round trip / inline (client) round trip, same rep (a time: "
+           "below 1 is shm faster)%s", kib == 4 ? "; target <= 1.2" : "");
+  bench_figure(key, med_ratio(v[K_SHM], v[K_CLIENT], 1, reps), "x", note);
+  if (med[K_PYSHM] >= 0) {
+    snprintf(key, sizeof key, "datapath.%zuK.python_shm_vs_shm", kib);
+    snprintf(note, sizeof note, "Python client's shm rate / the C client's, same rep%s",
+             kib >= 65536 ? "; target >= 0.9 (throughput, where the bytes dominate)" : "");
+    bench_figure(key, med_ratio(v[K_SHM], v[K_PYSHM], 1, reps), "x", note);
+  }
+}
+
+/* Faults per round trip: the daemon's and ours, inline and shm. */
+typedef struct faults {
+  double daemon[KINDS], self[KINDS];
+} faults_t;
+
+static void fault_figures(size_t size, const faults_t *f) {
+  static const int kinds[] = {K_CLIENT, K_SHM};
+  char key[96], note[256];
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    int k = kinds[i];
+    snprintf(key, sizeof key, "datapath.%zuK.%s.faults_daemon", size >> 10, kind_keys[k]);
+    snprintf(note, sizeof note, "ptod's minor page faults per round trip, warm (the payload "
+             "covers %zu 4-KiB pages); target: none proportional to the payload", size >> 12);
+    bench_figure(key, f->daemon[k], "faults", note);
+    snprintf(key, sizeof key, "datapath.%zuK.%s.faults_client", size >> 10, kind_keys[k]);
+    bench_figure(key, f->self[k], "faults", "the client's (this process's) minor page faults "
+                 "per round trip, warm; target: none proportional to the payload");
+  }
+}
+
+/* The table's row of one size. */
+static void size_row(const bench_daemon_t *d, pto_client_t *c, pto_shm_t *region,
+                     unsigned char *data, char *src, char *dst, size_t size, int reps, bool smoke) {
+  /* About 0.1-1 s per kind and repetition. */
+  int iters = smoke ? 2 : size <= (64u << 10) ? 300 : size <= (4u << 20) ? 30
+                        : size <= (64u << 20) ? 5 : 2;
+  double *v[KINDS], med[KINDS], *sample = calloc((size_t)iters, sizeof(double));
+  faults_t f = {{0}, {0}};
+  size_t qlen, rcap = 2 * size + (1u << 20);
+  pto_dispatch_arg_t arg = pto_arg_inout(data, size);
+  pto_request_t touch = {.method = PTO_METHOD_DISPATCH,
+                         .u.dispatch = {.program = "touch", .args = &arg, .nargs = 1}};
+  char *req = bench_capture_request(&touch, size + (1u << 20), &qlen), *rx = malloc(rcap);
+  int fd = bench_connect_unix(d->socket), efd;
+  pid_t echo = dp_start_echo(&efd, size);
+  for (int k = 0; k < KINDS; k++) v[k] = calloc((size_t)reps, sizeof(double));
+  if (!rx || !sample || !v[KINDS - 1]) fail("out of memory");
+  memset(rx, 0, rcap); /* faulted in once, here */
+  dp_raw_us(fd, req, qlen, rx, rcap);
+  dp_socket_us(efd, src, dst, size);
+  inline_us(c, data, size); /* warm-up: staging grows, buffers are touched */
+  shm_us(c, region, size);
+  for (int r = 0; r < reps; r++) {
+    for (int k = K_CLIENT; k <= K_SHM; k++) {
+      long d0 = bench_minflt(d->pid), c0 = bench_self_minflt();
+      for (int i = 0; i < iters; i++)
+        sample[i] = k == K_CLIENT ? inline_us(c, data, size) : shm_us(c, region, size);
+      f.daemon[k] += (double)(bench_minflt(d->pid) - d0) / iters / reps;
+      f.self[k] += (double)(bench_self_minflt() - c0) / iters / reps;
+      v[k][r] = bench_median(sample, (size_t)iters);
+    }
+    {
+      long d0 = bench_minflt(d->pid);
+      for (int i = 0; i < iters; i++) sample[i] = dp_raw_us(fd, req, qlen, rx, rcap);
+      f.daemon[K_RAW] += (double)(bench_minflt(d->pid) - d0) / iters / reps;
+      v[K_RAW][r] = bench_median(sample, (size_t)iters);
+    }
+    python_us(d->socket, size, iters, &v[K_PY][r], &v[K_PYSHM][r]);
+    for (int i = 0; i < iters; i++) sample[i] = dp_socket_us(efd, src, dst, size);
+    v[K_SOCKET][r] = bench_median(sample, (size_t)iters);
+    v[K_MEMCPY][r] = dp_memcpy_us(dst, src, size, iters > 50 ? iters : 50);
+  }
+  for (int k = 0; k < KINDS; k++) {
+    med[k] = bench_median(v[k], (size_t)reps);
+    for (int r = 0; r < reps; r++)
+      if (v[k][r] < 0) med[k] = -1; /* a Python rep that did not run: no row */
+  }
+  printf("%9zu", size);
+  for (int k = 0; k < KINDS; k++) {
+    if (med[k] < 0)
+      printf(" %11s", "-"); /* a row that did not run */
+    else
+      printf(" %9.1fus", med[k]);
+  }
+  printf(" |");
+  for (int k = 0; k < KINDS; k++) {
+    if (med[k] < 0)
+      printf(" -");
+    else
+      printf(" %.3f", (double)size / med[k] / 1e3);
+  }
+  printf(" | %.0f %.0f %.0f | %.0f %.0f\n", f.daemon[K_CLIENT], f.daemon[K_SHM], f.daemon[K_RAW],
+         f.self[K_CLIENT], f.self[K_SHM]);
+  size_figures(size, v, med, reps);
+  fault_figures(size, &f);
+  bench_peer_stop(efd, echo);
+  close(fd);
+  free(req);
+  free(rx);
+  for (int k = 0; k < KINDS; k++) free(v[k]);
+  free(sample);
+}
+
+/* buffer.write from the region and buffer.read into it, size bytes,
+ * against memcpy of size bytes; interleaved sample by sample. */
+static void buffer_part(pto_client_t *c, pto_shm_t *region, const unsigned char *data, char *src,
+                        char *dst, size_t size, int reps, bool smoke) {
+  enum { B_WRITE, B_READ, B_MEMCPY, B_KINDS };
+  static const char *const keys[B_KINDS] = {"write", "read", "memcpy"};
+  int iters = smoke ? 2 : 5;
+  double v[B_KINDS][MAX_REPS], sample[B_KINDS][8], med[B_KINDS];
+  unsigned char *p = pto_shm_data(region);
+  pto_buffer_info_t *info;
+  pto_error_t err;
+  char key[96], note[256];
+
+  if (pto_client_buffer_alloc(c, "bench-weights", size, NULL, 60000, &info, &err) < 0) fail(err.message);
+  pto_result_free(info);
+  memcpy(p, data, size);
+  if (pto_client_buffer_write_shm(c, "bench-weights", 0, region, 0, size, 60000, NULL, &err) < 0)
+    fail(err.message);
+  memset(p, 0, size);
+  if (pto_client_buffer_read_shm(c, "bench-weights", 0, region, 0, size, 60000, NULL, &err) < 0)
+    fail(err.message);
+  if (memcmp(p, data, size) != 0) fail("buffer.read into the region did not return the bytes");
+  for (int r = 0; r < reps; r++) {
+    for (int i = 0; i < iters; i++) {
+      uint64_t t0 = bench_now_ns();
+      if (pto_client_buffer_write_shm(c, "bench-weights", 0, region, 0, size, 60000, NULL,
+                                      &err) < 0)
+        fail(err.message);
+      sample[B_WRITE][i] = (double)(bench_now_ns() - t0) / 1000.0;
+      t0 = bench_now_ns();
+      if (pto_client_buffer_read_shm(c, "bench-weights", 0, region, 0, size, 60000, NULL,
+                                     &err) < 0)
+        fail(err.message);
+      sample[B_READ][i] = (double)(bench_now_ns() - t0) / 1000.0;
+      sample[B_MEMCPY][i] = dp_memcpy_us(dst, src, size, 1);
+    }
+    for (int k = 0; k < B_KINDS; k++) v[k][r] = bench_median(sample[k], (size_t)iters);
+  }
+  if (pto_client_buffer_free(c, "bench-weights", 60000, NULL, &err) < 0) fail(err.message);
+  for (int k = 0; k < B_KINDS; k++) {
+    double tmp[MAX_REPS];
+    memcpy(tmp, v[k], sizeof(double) * (size_t)reps);
+    med[k] = bench_median(tmp, (size_t)reps);
+    snprintf(key, sizeof key, "datapath.buffer.%zuK.%s.gbps", size >> 10, keys[k]);
+    if (k == B_MEMCPY)
+      snprintf(note, sizeof note, "baseline: memcpy of %zu KiB between two warm buffers (%.1f "
+               "us), interleaved with the writes and reads, median of %d reps", size >> 10,
+               med[k], reps);
+    else
+      snprintf(note, sizeof note, "buffer.%s of %zu KiB %s a region through libptoclient (%.1f "
+               "us), median of %d reps", keys[k], size >> 10, k == B_WRITE ? "from" : "into",
+               med[k], reps);
+    bench_figure(key, (double)size / med[k] / 1e3, "GB/s", note);
+  }
+  for (int k = B_WRITE; k <= B_READ; k++) {
+    snprintf(key, sizeof key, "datapath.buffer.%zuK.%s_vs_memcpy", size >> 10, keys[k]);
+    bench_figure(key, med_ratio(v[B_MEMCPY], v[k], 1, reps), "x",
+                 "buffer rate / memcpy rate, same rep, median of reps; target >= 0.7");
+  }
+  printf("buffer %zu bytes: write %.1f us, read %.1f us, memcpy %.1f us\n", size, med[B_WRITE],
+         med[B_READ], med[B_MEMCPY]);
+}
 
 int main(int argc, char **argv) {
   static const size_t sizes[] = {4u << 10, 64u << 10, 1u << 20, 4u << 20,
@@ -291,100 +357,60 @@ int main(int argc, char **argv) {
   bench_opts_t o;
   bench_daemon_t d;
   pto_client_t *c;
+  pto_shm_t *region;
   pto_error_t err;
   unsigned char *data;
-  char *src, *dst, key[64], note[400];
-  int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+  char *src, *dst;
+  int nsizes = (int)(sizeof sizes / sizeof sizes[0]), reps;
+  size_t largest;
+  bool table, buffer;
 
-  bench_parse_args(argc, argv, "inline data round trip vs memcpy and a raw socket", &o);
-  bench_header("Data path: inline inout argument round trip (C, raw, Python) vs memcpy and a "
-               "raw Unix socket");
+  bench_parse_args(argc, argv, "dispatch data inline and through shm vs memcpy and a raw "
+                   "socket; buffer loads from a region", &o);
+  table = !o.only || strcmp(o.only, "table") == 0;
+  buffer = !o.only || strcmp(o.only, "buffer") == 0;
+  if (!table && !buffer) {
+    fprintf(stderr, "bench_datapath: --only takes 'table' or 'buffer', got '%s'.\n", o.only);
+    return 2;
+  }
+  bench_header("Data path: inout argument round trip, inline and shm (C, raw, Python) vs "
+               "memcpy and a raw Unix socket; buffer.write/read from a region vs memcpy");
   if (o.smoke) nsizes = 3;
-  data = malloc(sizes[nsizes - 1]);
-  src = malloc(sizes[nsizes - 1]);
-  dst = malloc(sizes[nsizes - 1]);
+  largest = sizes[nsizes - 1];
+  data = malloc(largest);
+  src = malloc(largest);
+  dst = malloc(largest);
   if (!data || !src || !dst) fail("out of memory");
-  for (size_t i = 0; i < sizes[nsizes - 1]; i++) data[i] = (unsigned char)(i * 131u);
-  memset(src, 1, sizes[nsizes - 1]);
-  memset(dst, 2, sizes[nsizes - 1]);
+  for (size_t i = 0; i < largest; i++) data[i] = (unsigned char)(i * 131u);
+  memset(src, 1, largest);
+  memset(dst, 2, largest);
 
-  bench_daemon_start(&d, "[daemon]\nmax_message = 300M\noutput_limit = 1G\n\n"
+  /* Inline 256 MiB each way needs max_message and output_limit above it;
+   * the C region and the Python one (largest each) fit shm_limit, and the
+   * staging of a dispatch plus the resident buffer fit device memory. */
+  bench_daemon_start(&d, "[daemon]\nmax_message = 300M\noutput_limit = 1G\nshm_limit = 1G\n\n"
+                         "[device]\nmemory = 4G\n\n"
                          "[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n");
   if (pto_client_connect(d.socket, 5000, &c, &err) < 0) fail(err.message);
-  printf("shm: not measured: the shm argument path does not exist yet (its row goes beside "
-         "'client' below, datapath.<size>.shm)\n");
-  printf("%9s %10s %10s %10s %10s %10s | GB/s: %s | faults per round trip: ptod client, ptod "
-         "raw, client\n", "bytes", "client", "raw", "python", "socket", "memcpy",
-         "client raw python socket memcpy");
+  if (pto_shm_create(c, largest, 60000, &region, &err) < 0) fail(err.message);
+  memcpy(pto_shm_data(region), data, largest);
 
-  for (int si = 0; si < nsizes; si++) {
-    size_t size = sizes[si];
-    /* About 0.1-1 s per kind and repetition. */
-    int iters = o.smoke ? 2 : size <= (64u << 10) ? 300 : size <= (4u << 20) ? 30
-                            : size <= (64u << 20) ? 5 : 2;
-    int reps = size >= (64u << 20) && o.reps > 3 ? 3 : o.reps;
-    double *v[KINDS], med[KINDS], *sample = calloc((size_t)iters, sizeof(double));
-    double dfaults = 0, cfaults = 0, rfaults = 0;
-    size_t qlen, rcap = 2 * size + (1u << 20);
-    char *req = capture_request(data, size, &qlen), *rx = malloc(rcap);
-    int fd = connect_path(d.socket), efd;
-    pid_t echo = start_echo(&efd, size);
-    for (int k = 0; k < KINDS; k++) v[k] = calloc((size_t)reps, sizeof(double));
-    if (!rx || !sample || !v[KINDS - 1]) fail("out of memory");
-    memset(rx, 0, rcap); /* faulted in once, here */
-    raw_us(fd, req, qlen, rx, rcap);
-    socket_us(efd, src, dst, size);
-    dispatch_us(c, data, size); /* warm-up: staging grows, buffers are touched */
-    for (int r = 0; r < reps; r++) {
-      long d0 = proc_minflt(d.pid), c0 = self_minflt();
-      for (int i = 0; i < iters; i++) sample[i] = dispatch_us(c, data, size);
-      dfaults += (double)(proc_minflt(d.pid) - d0) / iters / reps;
-      cfaults += (double)(self_minflt() - c0) / iters / reps;
-      v[0][r] = bench_median(sample, (size_t)iters);
-      d0 = proc_minflt(d.pid);
-      for (int i = 0; i < iters; i++) sample[i] = raw_us(fd, req, qlen, rx, rcap);
-      rfaults += (double)(proc_minflt(d.pid) - d0) / iters / reps;
-      v[1][r] = bench_median(sample, (size_t)iters);
-      v[2][r] = python_us(d.socket, size, iters);
-      for (int i = 0; i < iters; i++) sample[i] = socket_us(efd, src, dst, size);
-      v[3][r] = bench_median(sample, (size_t)iters);
-      v[4][r] = memcpy_us(dst, src, size, iters > 50 ? iters : 50);
+  if (table) {
+    printf("%9s", "bytes");
+    for (int k = 0; k < KINDS; k++) printf(" %11s", kind_keys[k]);
+    printf(" | GB/s, same order | faults per round trip: ptod client shm raw | this process "
+           "client shm\n");
+    for (int si = 0; si < nsizes; si++) {
+      reps = sizes[si] >= (64u << 20) && o.reps > 3 ? 3 : o.reps;
+      size_row(&d, c, region, data, src, dst, sizes[si], reps > MAX_REPS ? MAX_REPS : reps,
+               o.smoke);
     }
-    for (int k = 0; k < KINDS; k++) med[k] = bench_median(v[k], (size_t)reps);
-    printf("%9zu %8.0fus %8.0fus %8.0fus %8.0fus %8.1fus | %.3f %.3f %.3f %.3f %.2f | %.0f, %.0f, "
-           "%.0f\n", size, med[0], med[1], med[2], med[3], med[4], (double)size / med[0] / 1e3,
-           (double)size / med[1] / 1e3, (double)size / med[2] / 1e3, (double)size / med[3] / 1e3,
-           (double)size / med[4] / 1e3, dfaults, rfaults, cfaults);
-    for (int k = 0; k < KINDS; k++) {
-      if (med[k] < 0) continue; /* the Python client could not run */
-      snprintf(key, sizeof key, "datapath.%zuK.%s.gbps", size >> 10, kind_keys[k]);
-      if (k < 3)
-        snprintf(note, sizeof note, "touch(inout %zu KiB) %s: bytes / round trip (%.1f us), "
-                 "median of %d reps", size >> 10, kind_notes[k], med[k], reps);
-      else
-        snprintf(note, sizeof note, "%s, %zu KiB (%.1f us), median of %d reps", kind_notes[k],
-                 size >> 10, med[k], reps);
-      bench_figure(key, (double)size / med[k] / 1e3, "GB/s", note);
-    }
-    for (int k = 0; k < 3; k++) {
-      double ratio[64];
-      if (med[k] < 0) continue;
-      for (int base = 3; base < KINDS; base++) {
-        for (int r = 0; r < reps; r++) ratio[r] = v[base][r] / v[k][r];
-        snprintf(key, sizeof key, "datapath.%zuK.%s_vs_%s", size >> 10, kind_keys[k],
-                 kind_keys[base]);
-        snprintf(note, sizeof note, "%s rate / %s rate, same rep, median of reps", kind_keys[k],
-                 kind_keys[base]);
-        bench_figure(key, bench_median(ratio, (size_t)reps), "x", note);
-      }
-    }
-    stop_echo(efd, echo);
-    close(fd);
-    free(req);
-    free(rx);
-    for (int k = 0; k < KINDS; k++) free(v[k]);
-    free(sample);
   }
+  if (buffer) {
+    reps = o.reps > MAX_REPS ? MAX_REPS : o.reps;
+    buffer_part(c, region, data, src, dst, largest, reps, o.smoke);
+  }
+  pto_shm_free(region);
   pto_client_close(c);
   bench_daemon_stop(&d);
   free(data);
