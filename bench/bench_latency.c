@@ -16,6 +16,8 @@
  *             back to back, and after 20 ms and 2 ms idle
  *   ping      a ping after 20 ms idle (no device thread: socket and loop)
  *   client    pto_client_dispatch() back to back (what a user sees)
+ *   python    the Python client's dispatch() back to back (client/python,
+ *             one process per repetition; its start-up is not timed)
  * The idle loops interleave sample by sample (sleep, ping-pong; sleep,
  * dispatch on one daemon; sleep, the other...), so every kind sees the
  * same machine.  Also: the daemon's CPU time per dispatch and the cores it
@@ -34,6 +36,7 @@
 #include <pto/client.h>
 
 #include "bench.h"
+#include "pyrun.h"
 
 #define MAX_MSG 4096
 #define NDAEMONS 2
@@ -163,11 +166,47 @@ enum {
   K_PP_SPIN, K_PP_BLOCK, K_PP_IDLE20, K_PP_IDLE2,
   K_RAW_B2B, K_RAW_IDLE20 = K_RAW_B2B + NDAEMONS, K_RAW_IDLE2 = K_RAW_IDLE20 + NDAEMONS,
   K_PING_IDLE20 = K_RAW_IDLE2 + NDAEMONS, K_CLIENT = K_PING_IDLE20 + NDAEMONS,
-  K_COUNT = K_CLIENT + NDAEMONS
+  K_PYTHON = K_CLIENT + NDAEMONS, K_COUNT = K_PYTHON + NDAEMONS
 };
+
+/* Back-to-back loops per repetition: two ping-pongs, then raw, client and
+ * python for each daemon. */
+#define B2B_LOOPS (2 + 3 * NDAEMONS)
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
+static bool python_ok = true; /* every Python loop ran */
+
+/* The Python client's noop(1) back to back: after `warm` dispatches, the
+ * p50 and p99 (nearest rank, as bench_percentile) of `n`, in us. */
+static const char python_script[] =
+    "import math, sys, time\n"
+    "from ptoclient import Client\n"
+    "sock, n, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+    "t = []\n"
+    "with Client(socket_path=sock, timeout=10) as c:\n"
+    "    for _ in range(warm + n):\n"
+    "        t0 = time.perf_counter()\n"
+    "        c.dispatch('noop', [1])\n"
+    "        t.append((time.perf_counter() - t0) * 1e6)\n"
+    "t = sorted(t[warm:])\n"
+    "rank = lambda p: t[min(n, max(1, math.ceil(p / 100 * n))) - 1]\n"
+    "print(rank(50), rank(99))\n";
+
+static void python_loop(const char *socket, size_t n, size_t warm, series_t *s, int rep) {
+  char sn[32], sw[32];
+  const char *args[] = {socket, sn, sw, NULL};
+  double v[2];
+  snprintf(sn, sizeof sn, "%zu", n);
+  snprintf(sw, sizeof sw, "%zu", warm);
+  if (bench_python(python_script, args, v, 2) < 0) {
+    python_ok = false;
+    v[0] = v[1] = -1;
+  }
+  s->p50[rep] = v[0];
+  s->p99[rep] = v[1];
+}
+
 static double med(const double *v, int reps) {
   double tmp[MAX_REPS];
   memcpy(tmp, v, sizeof(double) * (size_t)reps);
@@ -250,8 +289,8 @@ int main(int argc, char **argv) {
 
   for (int r = 0; r < reps; r++) {
     /* Back to back: each loop alone, in an order that turns every rep. */
-    for (int step = 0; step < 2 + 2 * NDAEMONS; step++) {
-      int s = (step + r) % (2 + 2 * NDAEMONS);
+    for (int step = 0; step < B2B_LOOPS; step++) {
+      int s = (step + r) % B2B_LOOPS;
       if (s < 2) {
         bool spin = s == 0;
         echo = start_echo(&echo_fd, qlen, rlen, spin);
@@ -259,9 +298,11 @@ int main(int argc, char **argv) {
           lat[i] = pingpong_once(echo_fd, req, qlen, rlen, spin);
         bench_peer_stop(echo_fd, echo);
         record(&series[spin ? K_PP_SPIN : K_PP_BLOCK], r, lat + warm, n);
+      } else if ((s - 2) % 3 == 2) {
+        python_loop(t[(s - 2) / 3].d.socket, n, warm, &series[K_PYTHON + (s - 2) / 3], r);
       } else {
-        int di = (s - 2) / 2;
-        bool client = (s - 2) % 2;
+        int di = (s - 2) / 3;
+        bool client = (s - 2) % 3 == 1;
         uint64_t cpu0 = bench_cpu_ns(t[di].d.pid), w0 = bench_now_ns(), cpu1, w1;
         for (size_t i = 0; i < warm + n; i++)
           lat[i] = client ? client_once(t[di].c) : raw_once(t[di].fd, &t[di].u, req, qlen);
@@ -302,11 +343,12 @@ int main(int argc, char **argv) {
            series[K_PP_SPIN].p50[r], series[K_PP_BLOCK].p50[r], series[K_PP_IDLE20].p50[r],
            series[K_PP_IDLE2].p50[r]);
     for (int di = 0; di < NDAEMONS; di++)
-      printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f us, %.1f us cpu, "
-             "%.2f cores |",
+      printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f python %.1f us, "
+             "%.1f us cpu, %.2f cores |",
              spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
              series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
-             series[K_CLIENT + di].p50[r], cpu_per[di][r], cores[di][r]);
+             series[K_CLIENT + di].p50[r], series[K_PYTHON + di].p50[r], cpu_per[di][r],
+             cores[di][r]);
     printf("\n");
     fflush(stdout);
   }
@@ -347,6 +389,16 @@ int main(int argc, char **argv) {
     figure_series(k2, K_PING_IDLE20 + di, reps, "ping (no device thread), after 20 ms idle");
     snprintf(k2, sizeof k2, "%s.client", sn);
     figure_series(k2, K_CLIENT + di, reps, "noop(1) through libptoclient, back to back");
+    if (python_ok) {
+      snprintf(k2, sizeof k2, "%s.python", sn);
+      figure_series(k2, K_PYTHON + di, reps,
+                    "noop(1) through the Python client (client/python), back to back");
+      snprintf(key, sizeof key, "latency.%s.python_vs_client.p50", sn);
+      bench_figure(key, med_ratio(series[K_PYTHON + di].p50, series[K_CLIENT + di].p50, reps),
+                   "x", "Python client / libptoclient, noop(1) back to back, p50, same rep; "
+                        "target <= 1.3");
+    }
+
     snprintf(key, sizeof key, "latency.%s.b2b_vs_spin.p50", sn);
     bench_figure(key, med_ratio(series[K_RAW_B2B + di].p50, series[K_PP_SPIN].p50, reps), "x",
                  "raw dispatch back to back / spinning ping-pong, p50, same run; target <= 2");
