@@ -16,6 +16,12 @@
  * while jobs are in flight.  Past the window both sleep: an idle daemon
  * uses no CPU. */
 #define DSP_DEFAULT_SPIN_NS 50000u
+/* The device thread spins after a job only if that job was admitted
+ * within this many spin windows of the previous one's end. */
+#define DSP_SPIN_GAP_FACTOR 2u
+/* A device thread asleep longer than this is woken on the loop's CPU (see
+ * place_device_thread). */
+#define DSP_LONG_SLEEP_NS 1000000u
 
 /* A connection's turn on the device: one job, and more of its queued jobs
  * while they start within this time of the turn's first (job_queue_t). */
@@ -71,6 +77,10 @@ struct dsp {
   /* The device thread sleeps on `wake` (under the lock): admit signals
    * only then. */
   bool device_sleeping;
+  uint64_t device_slept_at_ns; /* under the lock */
+  /* Set (under the lock) when admit moved the sleeping device thread to
+   * its own CPU; the device thread clears it and restores its CPUs. */
+  atomic_bool device_placed;
   /* Loop thread only. */
   uint32_t inflight;        /* admitted, completion not yet run */
   uint64_t poll_until_ns;
@@ -173,8 +183,8 @@ static void cpu_relax(void) {
 }
 
 /* Device thread: finished jobs go back to the loop. */
-static void finish(dsp_t *dsp, dsp_job_t *job) {
-  job->finished_ns = dsp_now_ns();
+static void finish(dsp_t *dsp, dsp_job_t *job, uint64_t now) {
+  job->finished_ns = now;
   pthread_mutex_lock(&dsp->lock);
   list_push(&dsp->done, job);
   atomic_store(&dsp->ndone, dsp->done.count);
@@ -186,16 +196,20 @@ static void finish(dsp_t *dsp, dsp_job_t *job) {
 }
 
 /* Device thread, without the lock: look for the next job for a while
- * before sleeping on the condition variable.  Yields now and then: on a
- * 2-vCPU machine the thread that will admit the job may need this CPU.
- * (Skipping the spin after a job that ended an idle time, and waking the
- * device thread on the loop's CPU, made dispatches after idle faster but
- * back-to-back ones and many clients' throughput slower in the same run:
- * BENCHMARKS.md.) */
-static void spin_for_job(dsp_t *dsp) {
+ * before sleeping on the condition variable, if the last job came soon
+ * enough after the one before that a spin would have caught it (`gap_ns`,
+ * from the previous job's end to the last one's admission: as KVM's halt
+ * polling grows and shrinks its window).  Back to back a job follows the
+ * last answer within the client's turnaround, so the spin saves a
+ * wake-up; after an idle time the spin would only take the CPU that the
+ * client, woken by the answer, needs (noop after 20 ms idle: 168 us with
+ * no spin against 282 us with one, BENCHMARKS.md).  Yields now and then:
+ * on a 2-vCPU machine the thread that will admit the job may need this
+ * CPU. */
+static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
-  if (window == 0) return;
+  if (window == 0 || gap_ns > DSP_SPIN_GAP_FACTOR * window) return;
   for (uint32_t i = 1; atomic_load_explicit(&dsp->nqueued, memory_order_relaxed) == 0; i++) {
     if (atomic_load_explicit(&dsp->stop_spin, memory_order_relaxed)) return;
     cpu_relax();
@@ -223,6 +237,9 @@ static void __attribute__((noinline)) warm_thread(void) {
 
 static void *device_thread(void *arg) {
   dsp_t *dsp = arg;
+  uint64_t last_end_ns = 0, gap_ns = UINT64_MAX; /* see spin_for_job */
+  cpu_set_t own_cpus; /* as started (systemd's CPUAffinity=, taskset) */
+  bool have_cpus = pthread_getaffinity_np(pthread_self(), sizeof own_cpus, &own_cpus) == 0;
   pthread_setname_np(pthread_self(), "ptod-device");
   warm_thread();
   pthread_mutex_lock(&dsp->lock);
@@ -230,11 +247,12 @@ static void *device_thread(void *arg) {
     dsp_job_t *job;
     if (!dsp->queued.count && !dsp->stopping) {
       pthread_mutex_unlock(&dsp->lock);
-      spin_for_job(dsp);
+      spin_for_job(dsp, gap_ns);
       pthread_mutex_lock(&dsp->lock);
     }
     while (!dsp->queued.count && !dsp->stopping) {
       dsp->device_sleeping = true;
+      dsp->device_slept_at_ns = dsp_now_ns();
       pthread_cond_wait(&dsp->wake, &dsp->lock);
       dsp->device_sleeping = false;
     }
@@ -245,6 +263,7 @@ static void *device_thread(void *arg) {
     pthread_mutex_unlock(&dsp->lock);
 
     job->started_ns = dsp_now_ns();
+    gap_ns = job->admitted_ns > last_end_ns ? job->admitted_ns - last_end_ns : 0;
     if (job->gone && atomic_load_explicit(job->gone, memory_order_acquire))
       job->outcome = DSP_CANCELLED;
     else if (job->deadline_ns && job->started_ns > job->deadline_ns)
@@ -253,7 +272,10 @@ static void *device_thread(void *arg) {
       job->outcome = DSP_RAN;
       job->run(job);
     }
-    finish(dsp, job);
+    last_end_ns = dsp_now_ns();
+    finish(dsp, job, last_end_ns); /* the loop may free the job from here on */
+    if (atomic_exchange(&dsp->device_placed, false) && have_cpus)
+      (void)pthread_setaffinity_np(pthread_self(), sizeof own_cpus, &own_cpus);
 
     pthread_mutex_lock(&dsp->lock);
     dsp->running = false;
@@ -354,6 +376,25 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   return 0;
 }
 
+/* Loop thread, under the lock, before waking a device thread that slept
+ * long: let it run only on this CPU for its next job.  After an idle time
+ * the other vCPU of a virtual machine is halted, and the kernel's choice
+ * of it (idle, so "free") cost ~100 us a wake-up here, more than the
+ * dispatch; on this CPU the device thread runs as soon as the loop yields
+ * (it polls for the completion).  The device thread takes its own CPUs
+ * back after the job, so a stream of dispatches spreads as before. */
+static void place_device_thread(dsp_t *dsp, uint64_t now) {
+  cpu_set_t here;
+  int cpu;
+  if (now - dsp->device_slept_at_ns < DSP_LONG_SLEEP_NS || atomic_load(&dsp->device_placed)) return;
+  cpu = sched_getcpu();
+  if (cpu < 0) return;
+  CPU_ZERO(&here);
+  CPU_SET(cpu, &here);
+  if (pthread_setaffinity_np(dsp->thread, sizeof here, &here) == 0)
+    atomic_store(&dsp->device_placed, true);
+}
+
 static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
   bool wake = false;
   int rc = 0;
@@ -367,6 +408,7 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     queue_push(&dsp->queued, job);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     wake = dsp->device_sleeping;
+    if (wake) place_device_thread(dsp, job->admitted_ns);
   }
   pthread_mutex_unlock(&dsp->lock);
   /* Signalled after unlocking: woken at once, the device thread would
