@@ -15,13 +15,6 @@
 
 #define READ_CHUNK (64 * 1024)
 #define READS_PER_EVENT 4 /* then the loop serves the others */
-#define WRITE_IOVECS 64
-
-struct out_chunk {
-  out_chunk_t *next;
-  char *data;
-  size_t len, off;
-};
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -56,18 +49,6 @@ static void set_read_buffer(srv_conn_t *conn, char *buf, size_t cap) {
   srv_account_input(conn->srv, (int64_t)cap - (int64_t)conn->rcap);
   conn->rbuf = buf;
   conn->rcap = cap;
-}
-
-void conn_free_output(srv_conn_t *conn) {
-  out_chunk_t *c, *next;
-  for (c = conn->out_head; c; c = next) {
-    next = c->next;
-    free(c->data);
-    free(c);
-  }
-  conn->out_head = conn->out_tail = NULL;
-  conn->srv->output -= conn->out_bytes;
-  conn->out_bytes = 0;
 }
 
 static int pop_fd(srv_conn_t *conn, unsigned *ret_batch) {
@@ -212,102 +193,13 @@ static void conn_on_timer(uv_timer_t *timer) {
   conn_update(conn);
 }
 
-/* ---- writing -------------------------------------------------------------- */
-
-static void conn_finish_if_done(srv_conn_t *conn);
-
-void conn_flush(srv_conn_t *conn) {
-  conn->write_blocked = false;
-  while (conn->out_head && !conn->closing) {
-    struct iovec iov[WRITE_IOVECS];
-    int n = 0;
-    ssize_t wrote;
-    for (out_chunk_t *c = conn->out_head; c && n < WRITE_IOVECS; c = c->next, n++) {
-      iov[n].iov_base = c->data + c->off;
-      iov[n].iov_len = c->len - c->off;
-    }
-    wrote = writev(conn->fd, iov, n);
-    if (wrote < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        conn->write_blocked = true;
-        break;
-      }
-      log_debug("Client %llu: write failed: %s.", (unsigned long long)conn->id, strerror(errno));
-      srv_conn_close(conn);
-      return;
-    }
-    conn->out_bytes -= (uint64_t)wrote;
-    conn->srv->output -= (uint64_t)wrote;
-    while (wrote > 0) {
-      out_chunk_t *c = conn->out_head;
-      size_t left = c->len - c->off;
-      if ((size_t)wrote < left) {
-        c->off += (size_t)wrote;
-        break;
-      }
-      wrote -= (ssize_t)left;
-      conn->out_head = c->next;
-      if (!conn->out_head) conn->out_tail = NULL;
-      free(c->data);
-      free(c);
-    }
-  }
-  if (conn->closing) return;
-  if (!conn->out_head && conn->close_after_write) {
-    srv_conn_close(conn);
-    return;
-  }
-  conn_update(conn);
-}
-
-void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
-  srv_t *srv = conn->srv;
-  out_chunk_t *c;
-  if (conn->closing || len == 0 || !(c = calloc(1, sizeof(*c)))) {
-    free(data);
-    if (!conn->closing && len) srv_conn_close(conn);
-    return;
-  }
-  c->data = data;
-  c->len = len;
-  if (conn->out_tail)
-    conn->out_tail->next = c;
-  else
-    conn->out_head = c;
-  conn->out_tail = c;
-  conn->out_bytes += len;
-  srv->output += len;
-  /* Held for a batch while corked, as long as the batch stays within
-   * output_limit; past it, written now, and what the socket does not take
-   * must fit output_limit: whatever produced the answers, a client that
-   * does not read them cannot make the daemon hold more than that. */
-  if (srv->cork_depth > 0 && conn->out_bytes <= srv->opts.output_limit) {
-    if (!conn->flush_listed) {
-      conn->flush_listed = true;
-      conn->flush_next = srv->flush_list;
-      srv->flush_list = conn;
-    }
-  } else {
-    conn_flush(conn);
-    if (!conn->closing && conn->out_bytes > srv->opts.output_limit) {
-      log_client(LOG_WARNING,
-                 "Client %llu has %llu bytes of answers it does not read (output_limit %llu); "
-                 "disconnecting it.",
-                 (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
-                 (unsigned long long)srv->opts.output_limit);
-      srv_conn_close(conn);
-      return;
-    }
-  }
-  srv_check_output(srv);
-}
-
 void conn_close_after_flush(srv_conn_t *conn, uint64_t timeout_ms) {
   conn->close_after_write = true;
   conn->flush_deadline_ns = now_ns() + timeout_ms * 1000000u;
   conn_update(conn);
 }
+
+static void conn_finish_if_done(srv_conn_t *conn);
 
 /* ---- fatal errors ---------------------------------------------------------- */
 

@@ -64,6 +64,25 @@ static void encode_result(req_t *req, const proto_result_t *result) {
   encode_result_as(req, req->method, result);
 }
 
+/* A dispatch's answer: outputs of ANSWER_REF_MIN bytes or more are written
+ * to the socket from the staging area (the sim device's memory is host
+ * memory), which is lent to the answer until then; smaller ones are
+ * copied into the message. */
+static void encode_dispatch_result(req_t *req, const proto_result_t *result, uint64_t out_bytes) {
+  staging_t *st = &req->d->staging;
+  if (out_bytes >= ANSWER_REF_MIN && st->mem) {
+    const char *lo = st->mem;
+    if (answer_encode(&req->response, &req->refs, req->msgid, PROTO_M_DISPATCH, result, lo,
+                      lo + st->bytes) == 0 &&
+        (req->refs.n == 0 || (req->lent = staging_lend(st)) != NULL)) {
+      req->result_code = PTO_OK;
+      return;
+    }
+    req->refs.n = 0;
+  }
+  encode_result(req, result);
+}
+
 /* Keep the account's view of the arena in step with the runtime's slot. */
 static void account_arena(ptod_t *d) {
   rt_cache_stats_t cs;
@@ -272,7 +291,7 @@ static void run_dispatch(req_t *req) {
   r->timing_us.run = (t_done - t_run) / 1000u;
   r->timing_us.total = (t_done - req->job.admitted_ns) / 1000u;
   r->tasks = stats.tasks;
-  encode_result(req, &result);
+  encode_dispatch_result(req, &result, out_bytes);
   observe(req, req->result_code, &arena, t_arena, t_run, t_done);
   dfx_artefacts_free(&dfx);
   rt_trace_free(trace);

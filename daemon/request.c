@@ -66,6 +66,8 @@ static void req_finish(req_t *req) {
   for (uint32_t i = 0; i < req->nshm_refs; i++) shm_release(req->shm_refs[i]);
   msgpack_unpacked_destroy(&req->unpacked);
   msgpack_sbuffer_destroy(&req->response);
+  answer_refs_free(&req->refs);
+  staging_give_back(req->lent);
   free(req->diagnostics_dir);
   srv_msg_done(req->conn, req->msg);
   free(req);
@@ -91,6 +93,8 @@ static void shutting_down(req_t *req, pto_error_t *err) {
                 proto_method_name(req->method));
 }
 
+static void give_back(void *area) { staging_give_back(area); }
+
 /* Loop thread: the device thread is done with the request. */
 static void request_complete(dsp_job_t *job) {
   req_t *req = (req_t *)job;
@@ -103,7 +107,14 @@ static void request_complete(dsp_job_t *job) {
     if (is_dispatch(req))
       atomic_fetch_add(req->result_code == PTO_OK ? &d->dispatches_ok : &d->dispatches_failed, 1);
     if (req->result_code != PTO_OK) metrics_count_error(d->metrics, req->result_code);
-    if (!srv_conn_gone(conn)) send_sbuffer(conn, &req->response);
+    if (srv_conn_gone(conn)) {
+      /* dropped: req_finish frees it all */
+    } else if (req->refs.n) {
+      answer_send(conn, &req->response, &req->refs, give_back, req->lent);
+      req->lent = NULL; /* the answer's until it is written */
+    } else {
+      send_sbuffer(conn, &req->response);
+    }
     req_finish(req);
     break;
   case DSP_CANCELLED:

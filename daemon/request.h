@@ -24,10 +24,12 @@
 
 #include <msgpack.h>
 
+#include "answer.h"
 #include "dispatch.h"
 #include "methods.h"
 #include "ptod.h"
 #include "server.h"
+#include "staging.h"
 
 typedef struct req {
   dsp_job_t job; /* first: the device thread sees the request as its job */
@@ -50,8 +52,12 @@ typedef struct req {
   uint8_t **shm_ptr;
   struct shm_region **shm_refs;
   uint32_t nshm_refs;
-  /* The encoded response, filled on the device thread. */
+  /* The encoded response, filled on the device thread: its bytes, the
+   * byte strings sent by reference between them, and the staging area
+   * lent to the answer that they lie in. */
   msgpack_sbuffer response;
+  answer_refs_t refs;
+  staging_area_t *lent;
   int result_code; /* PTO_OK or the error code answered */
 } req_t;
 

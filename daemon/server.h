@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 
 #include <uv.h>
@@ -148,6 +149,19 @@ void srv_memory(const srv_t *srv, srv_memory_t *ret);
  * pass clients_memory) the connection is closed.  A no-op (data freed) once
  * the connection is closing. */
 void srv_conn_send(srv_conn_t *conn, char *data, size_t len);
+
+/* Bytes queued by reference (srv_conn_send_parts) belong to an owner:
+ * done(owner) runs once, when every part is written or dropped with the
+ * connection (perhaps before srv_conn_send_parts returns). */
+typedef struct srv_owner {
+  void (*done)(struct srv_owner *owner);
+  unsigned parts; /* the server's count */
+} srv_owner_t;
+
+/* Queue the parts in order, as one answer, without copying them: as
+ * srv_conn_send, and the memory stays the owner's until done(owner). */
+void srv_conn_send_parts(srv_conn_t *conn, const struct iovec *parts, unsigned nparts,
+                         srv_owner_t *owner);
 
 /* The service is done with msg (answered, or dropped because its client
  * went away): frees it, releases its charge and the connection's pending

@@ -7,6 +7,7 @@ and advise.  The admission queue is test_queue.py."""
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -245,6 +246,44 @@ class Arena(harness.DaemonTest):
 def prefill_args(q, k, v, S, H, D):
     return [{"data": f32(q)}, {"data": f32(k)}, {"data": f32(v)}, {"buffer": "kv"},
             {"out": S * H * D * 4}, {"scalar": S}, {"scalar": H}, {"scalar": D}]
+
+
+class LargeOutputs(harness.DaemonTest):
+    """Outputs of 64 KiB and more go to the socket from the staging area,
+    which is lent to the answer until it is written: a later dispatch must
+    not stage its arguments over an answer not yet sent."""
+
+    N = 256 * 1024  # floats: 1 MiB per argument, far more than a socket buffer
+
+    def test_pipelined_answers_not_read_keep_their_outputs(self):
+        d = self.daemon()
+        a = [float(i % 1000) for i in range(self.N)]
+        with d.client() as c:
+            ids = [c.send("dispatch", vector_add(a, [float(k)] * self.N)) for k in range(1, 5)]
+            time.sleep(0.3)  # all four run while the first answer waits for the reader
+            for k, msgid in enumerate(ids, 1):
+                out = unf32(c.result(msgid)["outputs"][2])
+                self.assertEqual(out[:3], [k + 0.0, k + 1.0, k + 2.0])
+                self.assertEqual(out[-1], a[-1] + k)
+                self.assertEqual(out, [x + k for x in a])
+
+    def test_the_staging_area_comes_back_and_is_reused(self):
+        d = self.daemon()
+        a = [1.0] * self.N
+        with d.client() as c:
+            c.call("dispatch", vector_add(a, a))
+            free = c.call("status")["memory"]["free"]
+            for _ in range(10):
+                out = unf32(c.call("dispatch", vector_add(a, a))["outputs"][2])
+                self.assertEqual(out, [2.0] * self.N)
+            self.assertEqual(c.call("status")["memory"]["free"], free)
+            # A client gone with answers unread gives its areas back too.
+            with d.client() as gone:
+                for _ in range(3):
+                    gone.send("dispatch", vector_add(a, a))
+                time.sleep(0.3)
+            c.call("dispatch", vector_add(a, a))
+            self.assertEqual(c.call("status")["memory"]["free"], free)
 
 
 if __name__ == "__main__":
