@@ -6,15 +6,6 @@
 
 #include "client_internal.h"
 
-_Static_assert((int)PTO_METHOD_PING == (int)PROTO_M_PING, "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_DISPATCH == (int)PROTO_M_DISPATCH, "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_BUFFER_LIST == (int)PROTO_M_BUFFER_LIST,
-               "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_ADVISE == (int)PROTO_M_ADVISE, "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_SHM_LIST == (int)PROTO_M_SHM_LIST &&
-                   PROTO_M_SHM_LIST + 1 == PROTO_M_COUNT,
-               "method numbers follow proto");
-
 const char *pto_method_name(pto_method_t method) {
   return proto_method_name((proto_method_t)method);
 }
