@@ -1,9 +1,12 @@
 /* One answer from the daemon: decode it and hand out the public result.
  *
  * A result is one allocation, a reply_t, of which the caller sees only the
- * member `r`: the message bytes and the msgpack zone that the result's
- * strings, arrays and bins point into live in the same reply_t, so one
- * pto_result_free() releases all of it and nothing is copied twice.
+ * member `r`, the public struct the schema rows decoded into: the message
+ * bytes and the msgpack zone that its strings, arrays and bins point into
+ * live in the same reply_t, so one pto_result_free() releases all of it and
+ * nothing is copied twice.  The bytes are the connection's receive buffer
+ * itself when the answer was large: freeing the result gives that buffer
+ * back for the next answer (recv_buffer.c).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -14,8 +17,7 @@
 
 typedef struct reply {
   msgpack_unpacked up;
-  uint8_t *bytes; /* the whole message */
-  size_t len;
+  rxbuf_msg_t msg; /* the whole message */
   size_t result_off; /* where the result object starts in bytes */
   proto_result_t r; /* the public result structs, decoded into in place */
 } reply_t;
@@ -27,7 +29,7 @@ static reply_t *reply_of(const void *result) {
 static void reply_destroy(reply_t *rp) {
   if (!rp) return;
   msgpack_unpacked_destroy(&rp->up);
-  free(rp->bytes);
+  rxbuf_msg_release(&rp->msg);
   free(rp);
 }
 
@@ -37,8 +39,8 @@ void pto_result_free(const void *result) {
 
 void pto_result_msgpack(const void *result, const void **ret_data, size_t *ret_len) {
   const reply_t *rp = reply_of(result);
-  *ret_data = rp->bytes + rp->result_off;
-  *ret_len = rp->len - rp->result_off;
+  *ret_data = rp->msg.bytes + rp->result_off;
+  *ret_len = rp->msg.len - rp->result_off;
 }
 
 /* Bytes of the msgpack integer starting at p (any width an encoder may
@@ -107,9 +109,10 @@ static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
                  "The daemon's answer to '%s' could not be decoded: %s Is the daemon a newer "
                  "protocol version than this client?",
                  proto_method_name(m), perr.message);
+    memcpy(ret->err.key, perr.key, sizeof(ret->err.key)); /* "queue.depth", "outputs[1]" */
     return 0;
   }
-  rp->result_off = result_offset(rp->bytes, rp->len);
+  rp->result_off = result_offset(rp->msg.bytes, rp->msg.len);
   if (rp->result_off == 0) {
     ret->kind = REPLY_ERROR;
     client_error(&ret->err, PTO_E_PROTOCOL_ERROR,
@@ -124,7 +127,7 @@ static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
   return 0;
 }
 
-int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
+int client_reply_decode(pto_client_t *c, rxbuf_msg_t *msg,
                         int (*method_of)(pto_client_t *c, uint32_t msgid), reply_outcome_t *ret) {
   reply_t *rp = calloc(1, sizeof(*rp));
   proto_envelope_t env;
@@ -135,13 +138,13 @@ int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
   pto_error_clear(&ret->err);
   pto_error_clear(&perr);
   if (!rp) {
-    free(bytes);
+    rxbuf_msg_release(msg);
     return -PTO_E_NO_MEMORY;
   }
-  rp->bytes = bytes;
-  rp->len = len;
+  rp->msg = *msg;
+  memset(msg, 0, sizeof(*msg));
   msgpack_unpacked_init(&rp->up);
-  rc = proto_decode(bytes, len, &rp->up, &env, &perr);
+  rc = proto_decode(rp->msg.bytes, rp->msg.len, &rp->up, &env, &perr);
   if (rc == -ENOMEM) {
     reply_destroy(rp);
     return -PTO_E_NO_MEMORY;
