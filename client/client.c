@@ -24,8 +24,6 @@
 /* The largest answer accepted: a buffer.read of the largest buffer the
  * protocol allows, plus its envelope. */
 #define CLIENT_MAX_MESSAGE ((size_t)PROTO_BYTES_MAX + (1u << 20))
-/* Drop the encode buffer after sending a request larger than this. */
-#define KEEP_SBUFFER (1u << 20)
 /* How often to retry a connect() that found the listen backlog full. */
 #define CONNECT_RETRY_MS 10
 
@@ -594,7 +592,7 @@ static int send_encoded(pto_client_t *c, uint32_t msgid, proto_method_t method,
   c->slots[c->nslots - 1].decode = decode;
 
   rc = conn_write(c, (const uint8_t *)c->sb.data, c->sb.size, pass_fd, deadline, &written);
-  if (c->sb.alloc > KEEP_SBUFFER) {
+  if (c->sb.alloc > CLIENT_KEEP_MAX) { /* kept up to it, for the next large request */
     msgpack_sbuffer_destroy(&c->sb);
     msgpack_sbuffer_init(&c->sb);
   }

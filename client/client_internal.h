@@ -80,6 +80,14 @@ void client_shm_detach_all(pto_client_t *c);
 /* Note the device number a ping/status answer reported. */
 void client_learn_device(pto_client_t *c, uint32_t device);
 
+/* The largest buffer a connection keeps for its next message (its receive
+ * buffer given back, its encode buffer): a whole message of the daemon's
+ * default max_message (64 MiB) and its envelope.  A fresh buffer of that
+ * size costs 16384 page faults, more than copying it; larger ones go back
+ * to the system, so that one huge transfer does not pin its size for the
+ * rest of the connection's life. */
+#define CLIENT_KEEP_MAX ((size_t)65 << 20)
+
 /* --- recv_buffer.c: the bytes a connection receives ------------------------ */
 
 /* One receive buffer per connection, kept and grown, never reallocated per
@@ -92,7 +100,7 @@ void client_learn_device(pto_client_t *c, uint32_t device);
  * copy.  So the common path (call, read the result, free it, call again)
  * receives every answer into the same memory.  A result kept past the next
  * call keeps its bytes: the next answer then grows a new buffer (the one
- * given back last is kept, up to 65 MiB).  Blocks come back from
+ * given back last is kept, up to CLIENT_KEEP_MAX).  Blocks come back from
  * pto_result_free() on any thread (results may be freed anywhere), and
  * after pto_client_close(). */
 #define RXBUF_CHUNK (64u * 1024u)

@@ -23,12 +23,6 @@ struct rxbuf_dock {
   _Atomic(rxbuf_block_t *) spare;
 };
 
-/* A block given back is kept for the next answer up to this size: a whole
- * message of the daemon's default max_message (64 MiB) and its envelope.
- * Larger ones go back to the system, so that one huge buffer.read does not
- * pin its size for the rest of the connection's life. */
-#define RXBUF_KEEP_MAX ((size_t)65 << 20)
-
 static void dock_unref(rxbuf_dock_t *dock) {
   if (atomic_fetch_sub(&dock->refs, 1) != 1) return;
   free(atomic_load(&dock->spare));
@@ -37,7 +31,7 @@ static void dock_unref(rxbuf_dock_t *dock) {
 
 /* Keep the most recently returned block; the one it replaces is freed. */
 static void dock_put(rxbuf_dock_t *dock, rxbuf_block_t *b) {
-  if (b->cap <= RXBUF_KEEP_MAX) b = atomic_exchange(&dock->spare, b);
+  if (b->cap <= CLIENT_KEEP_MAX) b = atomic_exchange(&dock->spare, b);
   free(b);
 }
 
