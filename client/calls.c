@@ -160,20 +160,20 @@ static uint64_t get_len(const char *base, size_t off, size_t size) {
 /* One row.  *ret_args gets the converted arguments, for the caller to free. */
 static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_t *p,
                      proto_arg_t **ret_args, pto_error_t *err) {
-  const char *from = (const char *)req + r->from, *method = pto_method_name(req->method);
+  const char *from = (const char *)req + r->from;
   char *to = (char *)p + r->to;
   const void *ptr;
   memcpy(&ptr, from, sizeof(ptr)); /* every kind but RQ_U64 and RQ_DEADLINE has a pointer */
   switch (r->kind) {
     case RQ_NAME:
-      if (!ptr) return missing(err, method, r->what);
+      if (!ptr) return missing(err, pto_method_name(req->method), r->what);
       memcpy(to, &ptr, sizeof(ptr));
       return 0;
     case RQ_U64: memcpy(to, from, sizeof(uint64_t)); return 0;
     case RQ_BIN: {
       proto_bytes_t b = {ptr, (size_t)get_len((const char *)req, r->from_len, r->len_size)};
       if (!ptr && !r->what) return 0;
-      if (!ptr && b.len) return missing(err, method, r->what);
+      if (!ptr && b.len) return missing(err, pto_method_name(req->method), r->what);
       if (!ptr) b.ptr = (const uint8_t *)""; /* a present empty bin needs a non-NULL pointer */
       memcpy(to, &b, sizeof(b));
       return 0;
@@ -181,7 +181,7 @@ static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_
     case RQ_CONFIG: client_config_to_proto(ptr, (proto_config_t *)(void *)to); return 0;
     case RQ_ARGS: {
       uint32_t n = (uint32_t)get_len((const char *)req, r->from_len, r->len_size);
-      if (n && !ptr) return missing(err, method, r->what);
+      if (n && !ptr) return missing(err, pto_method_name(req->method), r->what);
       memcpy((char *)p + r->to_len, &n, sizeof(n));
       int rc = convert_args(ptr, n, ret_args, err);
       memcpy(to, ret_args, sizeof(*ret_args));
