@@ -45,9 +45,14 @@
  * Ownership
  *   - Every result returned through a ret_* pointer of a result type
  *     (pto_ping_t, pto_status_t, pto_dispatch_result_t, ...) is ONE
- *     allocation owned by the caller: release it with pto_result_free().
- *     Every string, array and byte range inside it (outputs, buffer
- *     contents, names) lives exactly until then; copy what must outlive it.
+ *     allocation owned by the caller: release it with pto_result_free(),
+ *     on any thread, before or after pto_client_close().  Every string,
+ *     array and byte range inside it (outputs, buffer contents, names)
+ *     lives exactly until then; copy what must outlive it.  The bytes of a
+ *     large answer are not copied: the result holds the connection's
+ *     receive buffer, and freeing it hands that buffer back, so the next
+ *     large answer lands in memory already faulted in.  A result kept past
+ *     the next call is fine; that call's answer then gets a new buffer.
  *   - Pointers passed in (args, data, names, a config) are only read during
  *     the call that takes them and never kept.
  *   - pto_client_t and pto_config_t are created by their *_new / connect
