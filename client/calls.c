@@ -6,15 +6,6 @@
 
 #include "client_internal.h"
 
-_Static_assert((int)PTO_METHOD_PING == (int)PROTO_M_PING, "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_DISPATCH == (int)PROTO_M_DISPATCH, "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_BUFFER_LIST == (int)PROTO_M_BUFFER_LIST,
-               "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_ADVISE == (int)PROTO_M_ADVISE, "method numbers follow proto");
-_Static_assert((int)PTO_METHOD_SHM_LIST == (int)PROTO_M_SHM_LIST &&
-                   PROTO_M_SHM_LIST + 1 == PROTO_M_COUNT,
-               "method numbers follow proto");
-
 const char *pto_method_name(pto_method_t method) {
   return proto_method_name((proto_method_t)method);
 }
@@ -24,15 +15,15 @@ static int missing(pto_error_t *err, const char *method, const char *what) {
 }
 
 /* Dispatch arguments in proto's form, in a malloc'ed array (*ret_args). */
-static int convert_args(const pto_dispatch_req_t *d, proto_arg_t **ret_args, pto_error_t *err) {
+static int convert_args(const pto_dispatch_arg_t *in, uint32_t nargs, proto_arg_t **ret_args,
+                        pto_error_t *err) {
   proto_arg_t *args;
   *ret_args = NULL;
-  if (d->nargs == 0) return 0;
-  if (!d->args) return missing(err, "dispatch", "its arguments (args is NULL, nargs is not 0)");
-  args = calloc(d->nargs, sizeof(*args));
+  if (nargs == 0) return 0;
+  args = calloc(nargs, sizeof(*args));
   if (!args) return client_error(err, PTO_E_NO_MEMORY, NULL);
-  for (uint32_t i = 0; i < d->nargs; i++) {
-    const pto_dispatch_arg_t *a = &d->args[i];
+  for (uint32_t i = 0; i < nargs; i++) {
+    const pto_dispatch_arg_t *a = &in[i];
     proto_arg_t *p = &args[i];
     p->kind = a->kind;
     if (a->buffer && (a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT ||
@@ -79,83 +70,160 @@ static int convert_args(const pto_dispatch_req_t *d, proto_arg_t **ret_args, pto
   return 0;
 }
 
+/* --- the request table ----------------------------------------------------- */
+
+/* How each method's member of pto_request_t becomes proto's params: one row
+ * per public field, saying where it comes from and where it goes.  The wire
+ * form is then proto's own (its rows in methods.c); these rows carry only
+ * what the C API's shape adds: NULL checks, data + len, a config handle. */
+typedef enum req_kind {
+  RQ_NAME,     /* const char *, required: `what` says what a NULL leaves missing */
+  RQ_U64,      /* uint64_t, as it is */
+  RQ_BIN,      /* const void * + its length at from_len; NULL: no key when `what` is
+                  NULL, else an empty bin, refused with a length */
+  RQ_CONFIG,   /* const pto_config_t * -> proto_config_t (NULL: none) */
+  RQ_ARGS,     /* dispatch arguments: pointer + uint32_t count at from_len (to, to_len) */
+  RQ_DEADLINE, /* int64_t ms: > 0 is sent, anything else means none */
+} req_kind_t;
+
+typedef struct req_row {
+  req_kind_t kind;
+  size_t from, to; /* offsetof(pto_request_t, ...), offsetof(proto_params_t, ...) */
+  size_t from_len, to_len, len_size;
+  const char *what;
+} req_row_t;
+
+#define FROM(m, f) offsetof(pto_request_t, u.m.f)
+#define RQ(kind_, m, f) {.kind = kind_, .from = FROM(m, f), .to = offsetof(proto_params_t, m.f)}
+#define RQX(kind_, m, f, ...) \
+  {.kind = kind_, .from = FROM(m, f), .to = offsetof(proto_params_t, m.f), __VA_ARGS__}
+#define LEN(m, f) .from_len = FROM(m, f), .len_size = sizeof(((pto_request_t *)0)->u.m.f)
+
+static const req_row_t dispatch_rows[] = {
+    RQX(RQ_NAME, dispatch, program, .what = "a program name"),
+    RQX(RQ_ARGS, dispatch, args, LEN(dispatch, nargs),
+       .to_len = offsetof(proto_params_t, dispatch.nargs),
+       .what = "its arguments (args is NULL, nargs is not 0)"),
+    RQ(RQ_CONFIG, dispatch, config),
+    RQ(RQ_DEADLINE, dispatch, deadline_ms),
+};
+static const req_row_t alloc_rows[] = {
+    RQX(RQ_NAME, buffer_alloc, name, .what = "a buffer name"),
+    RQ(RQ_U64, buffer_alloc, bytes),
+    RQX(RQ_BIN, buffer_alloc, init, LEN(buffer_alloc, bytes)), /* exactly `bytes` long */
+};
+static const req_row_t write_rows[] = {
+    RQX(RQ_NAME, buffer_write, name, .what = "a buffer name"),
+    RQ(RQ_U64, buffer_write, offset),
+    RQX(RQ_BIN, buffer_write, data, LEN(buffer_write, len),
+       .what = "its data (data is NULL, len is not 0)"),
+};
+static const req_row_t read_rows[] = {
+    RQX(RQ_NAME, buffer_read, name, .what = "a buffer name"),
+    RQ(RQ_U64, buffer_read, offset),
+    RQ(RQ_U64, buffer_read, bytes),
+};
+static const req_row_t free_rows[] = {RQX(RQ_NAME, buffer_free, name, .what = "a buffer name")};
+static const req_row_t prewarm_rows[] = {RQ(RQ_CONFIG, prewarm, config)};
+
+/* Per method: its rows (none: it takes no params), or not sendable here. */
+typedef struct req_def {
+  const req_row_t *rows;
+  size_t nrows;
+  bool not_sendable; /* shm.register / shm.unregister: a region's, with its fd */
+} req_def_t;
+
+#define ROWS(r) {r, sizeof(r) / sizeof(r[0]), false}
+static const req_def_t requests[PROTO_M_COUNT] = {
+    [PTO_METHOD_DISPATCH] = ROWS(dispatch_rows),
+    [PTO_METHOD_BUFFER_ALLOC] = ROWS(alloc_rows),
+    [PTO_METHOD_BUFFER_WRITE] = ROWS(write_rows),
+    [PTO_METHOD_BUFFER_READ] = ROWS(read_rows),
+    [PTO_METHOD_BUFFER_FREE] = ROWS(free_rows),
+    [PTO_METHOD_PREWARM] = ROWS(prewarm_rows),
+    [PTO_METHOD_SHM_REGISTER] = {.not_sendable = true},
+    [PTO_METHOD_SHM_UNREGISTER] = {.not_sendable = true},
+};
+
+/* A length of 4 or 8 bytes at base + off. */
+static uint64_t get_len(const char *base, size_t off, size_t size) {
+  uint32_t v32;
+  uint64_t v64;
+  if (size == sizeof(v32)) {
+    memcpy(&v32, base + off, sizeof(v32));
+    return v32;
+  }
+  memcpy(&v64, base + off, sizeof(v64));
+  return v64;
+}
+
+/* One row.  *ret_args gets the converted arguments, for the caller to free. */
+static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_t *p,
+                     proto_arg_t **ret_args, pto_error_t *err) {
+  const char *from = (const char *)req + r->from;
+  char *to = (char *)p + r->to;
+  const void *ptr;
+  memcpy(&ptr, from, sizeof(ptr)); /* every kind but RQ_U64 and RQ_DEADLINE has a pointer */
+  switch (r->kind) {
+    case RQ_NAME:
+      if (!ptr) return missing(err, pto_method_name(req->method), r->what);
+      memcpy(to, &ptr, sizeof(ptr));
+      return 0;
+    case RQ_U64: memcpy(to, from, sizeof(uint64_t)); return 0;
+    case RQ_BIN: {
+      proto_bytes_t b = {ptr, (size_t)get_len((const char *)req, r->from_len, r->len_size)};
+      if (!ptr && !r->what) return 0;
+      if (!ptr && b.len) return missing(err, pto_method_name(req->method), r->what);
+      if (!ptr) b.ptr = (const uint8_t *)""; /* a present empty bin needs a non-NULL pointer */
+      memcpy(to, &b, sizeof(b));
+      return 0;
+    }
+    case RQ_CONFIG: client_config_to_proto(ptr, (proto_config_t *)(void *)to); return 0;
+    case RQ_ARGS: {
+      uint32_t n = (uint32_t)get_len((const char *)req, r->from_len, r->len_size);
+      if (n && !ptr) return missing(err, pto_method_name(req->method), r->what);
+      memcpy((char *)p + r->to_len, &n, sizeof(n));
+      int rc = convert_args(ptr, n, ret_args, err);
+      memcpy(to, ret_args, sizeof(*ret_args));
+      return rc;
+    }
+    case RQ_DEADLINE: {
+      int64_t ms;
+      memcpy(&ms, from, sizeof(ms));
+      ms = ms > 0 ? ms : PROTO_UNSET;
+      memcpy(to, &ms, sizeof(ms));
+      return 0;
+    }
+  }
+  return client_error(err, PTO_E_INVALID_ARGUMENT, "Unknown request row kind %d.", (int)r->kind);
+}
+
 int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request_t *req,
                           pto_error_t *err) {
+  const req_def_t *def;
   proto_params_t p;
   proto_arg_t *args = NULL;
-  const proto_params_t *pp = &p;
-  int rc;
+  int rc = 0;
 
-  memset(&p, 0, sizeof(p));
-  switch (req->method) {
-    case PTO_METHOD_PING:
-    case PTO_METHOD_STATUS:
-    case PTO_METHOD_METRICS:
-    case PTO_METHOD_PROGRAMS:
-    case PTO_METHOD_BUFFER_LIST:
-    case PTO_METHOD_SHM_LIST:
-    case PTO_METHOD_ADVISE: pp = NULL; break;
-    case PTO_METHOD_SHM_REGISTER:
-    case PTO_METHOD_SHM_UNREGISTER:
-      return client_error(err, PTO_E_INVALID_ARGUMENT,
-                          "'%s' cannot be sent with pto_client_send: a region is registered with "
-                          "pto_shm_create() (its fd travels with the request) and unregistered "
-                          "with pto_shm_free().",
-                          pto_method_name(req->method));
-    case PTO_METHOD_DISPATCH: {
-      const pto_dispatch_req_t *d = &req->u.dispatch;
-      if (!d->program) return missing(err, "dispatch", "a program name");
-      rc = convert_args(d, &args, err);
-      if (rc < 0) return rc;
-      p.dispatch.program = d->program;
-      p.dispatch.args = args;
-      p.dispatch.nargs = d->nargs;
-      client_config_to_proto(d->config, &p.dispatch.config);
-      p.dispatch.deadline_ms = d->deadline_ms > 0 ? d->deadline_ms : PROTO_UNSET;
-      break;
-    }
-    case PTO_METHOD_BUFFER_ALLOC:
-      if (!req->u.buffer_alloc.name) return missing(err, "buffer.alloc", "a buffer name");
-      p.buffer_alloc.name = req->u.buffer_alloc.name;
-      p.buffer_alloc.bytes = req->u.buffer_alloc.bytes;
-      if (req->u.buffer_alloc.init) {
-        p.buffer_alloc.init.ptr = req->u.buffer_alloc.init;
-        p.buffer_alloc.init.len = (size_t)req->u.buffer_alloc.bytes;
-      }
-      break;
-    case PTO_METHOD_BUFFER_WRITE:
-      if (!req->u.buffer_write.name) return missing(err, "buffer.write", "a buffer name");
-      if (!req->u.buffer_write.data && req->u.buffer_write.len)
-        return missing(err, "buffer.write", "its data (data is NULL, len is not 0)");
-      p.buffer_write.name = req->u.buffer_write.name;
-      p.buffer_write.offset = req->u.buffer_write.offset;
-      p.buffer_write.data.ptr =
-          req->u.buffer_write.data ? req->u.buffer_write.data : (const uint8_t *)"";
-      p.buffer_write.data.len = req->u.buffer_write.len;
-      break;
-    case PTO_METHOD_BUFFER_READ:
-      if (!req->u.buffer_read.name) return missing(err, "buffer.read", "a buffer name");
-      p.buffer_read.name = req->u.buffer_read.name;
-      p.buffer_read.offset = req->u.buffer_read.offset;
-      p.buffer_read.bytes = req->u.buffer_read.bytes;
-      break;
-    case PTO_METHOD_BUFFER_FREE:
-      if (!req->u.buffer_free.name) return missing(err, "buffer.free", "a buffer name");
-      p.buffer_free.name = req->u.buffer_free.name;
-      break;
-    case PTO_METHOD_PREWARM:
-      client_config_to_proto(req->u.prewarm.config, &p.prewarm.config);
-      break;
-    default:
-      return client_error(err, PTO_E_INVALID_ARGUMENT, "There is no method number %d.",
-                          (int)req->method);
-  }
-  rc = proto_encode_request(sb, msgid, (proto_method_t)req->method, pp);
-  free(args);
-  if (rc < 0)
-    return client_error(err, PTO_E_NO_MEMORY, "Out of memory encoding a '%s' request.",
+  if ((unsigned)req->method >= PROTO_M_COUNT)
+    return client_error(err, PTO_E_INVALID_ARGUMENT, "There is no method number %d.",
+                        (int)req->method);
+  def = &requests[req->method];
+  if (def->not_sendable)
+    return client_error(err, PTO_E_INVALID_ARGUMENT,
+                        "'%s' cannot be sent with pto_client_send: a region is registered with "
+                        "pto_shm_create() (its fd travels with the request) and unregistered "
+                        "with pto_shm_free().",
                         pto_method_name(req->method));
-  return 0;
+  memset(&p, 0, sizeof(p));
+  for (size_t i = 0; i < def->nrows && rc == 0; i++)
+    rc = apply_row(&def->rows[i], req, &p, &args, err);
+  if (rc == 0 && proto_encode_request(sb, msgid, (proto_method_t)req->method,
+                                      def->rows ? &p : NULL) < 0)
+    rc = client_error(err, PTO_E_NO_MEMORY, "Out of memory encoding a '%s' request.",
+                      pto_method_name(req->method));
+  free(args);
+  return rc;
 }
 
 /* Send req and wait for its answer, within timeout_ms for both. */

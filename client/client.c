@@ -24,11 +24,6 @@
 /* The largest answer accepted: a buffer.read of the largest buffer the
  * protocol allows, plus its envelope. */
 #define CLIENT_MAX_MESSAGE ((size_t)PROTO_BYTES_MAX + (1u << 20))
-/* Read at least this much at a time, and hand a message of at least this
- * size over with its receive buffer instead of copying it. */
-#define READ_CHUNK (64u * 1024u)
-/* Drop the encode buffer after sending a request larger than this. */
-#define KEEP_SBUFFER (1u << 20)
 /* How often to retry a connect() that found the listen backlog full. */
 #define CONNECT_RETRY_MS 10
 
@@ -50,8 +45,7 @@ struct pto_client {
   int device;
   uint32_t next_msgid;
 
-  uint8_t *rx; /* bytes received; the current message starts at rx + rx_start */
-  size_t rx_start, rx_end, rx_cap;
+  rxbuf_t rx; /* bytes received */
   proto_reader_t reader;
 
   slot_t *slots; /* in the order sent */
@@ -175,53 +169,6 @@ static void conn_kill(pto_client_t *c, const pto_error_t *why) {
 
 /* --- reading ----------------------------------------------------------------------- */
 
-static int rx_reserve(pto_client_t *c, size_t want) {
-  size_t used = c->rx_end - c->rx_start, cap;
-  uint8_t *nb;
-  if (c->rx_cap - c->rx_end >= want) return 0;
-  if (c->rx_start > 0) { /* the reader allows the bytes to move */
-    memmove(c->rx, c->rx + c->rx_start, used);
-    c->rx_start = 0;
-    c->rx_end = used;
-    if (c->rx_cap - c->rx_end >= want) return 0;
-  }
-  cap = c->rx_cap ? c->rx_cap : READ_CHUNK;
-  while (cap - used < want) cap *= 2;
-  nb = realloc(c->rx, cap);
-  if (!nb) return -PTO_E_NO_MEMORY;
-  c->rx = nb;
-  c->rx_cap = cap;
-  return 0;
-}
-
-/* Take the message rx[rx_start .. rx_start + len) out of the buffer, as a
- * malloc'ed block of its own. */
-static uint8_t *rx_take(pto_client_t *c, size_t len) {
-  uint8_t *msg;
-  size_t rest = c->rx_end - c->rx_start - len;
-  if (c->rx_start == 0 && len >= READ_CHUNK) {
-    /* A large message: hand the whole buffer over, keep what follows. */
-    uint8_t *nb = NULL;
-    if (rest) {
-      nb = malloc(rest > READ_CHUNK ? rest : READ_CHUNK);
-      if (!nb) return NULL;
-      memcpy(nb, c->rx + len, rest);
-    }
-    msg = c->rx;
-    c->rx = nb;
-    c->rx_cap = nb ? (rest > READ_CHUNK ? rest : READ_CHUNK) : 0;
-    c->rx_start = 0;
-    c->rx_end = rest;
-    return msg;
-  }
-  msg = malloc(len);
-  if (!msg) return NULL;
-  memcpy(msg, c->rx + c->rx_start, len);
-  c->rx_start += len;
-  if (c->rx_start == c->rx_end) c->rx_start = c->rx_end = 0;
-  return msg;
-}
-
 /* Apply one decoded answer to its slot. */
 static void deliver(pto_client_t *c, reply_outcome_t *o) {
   slot_t *s;
@@ -259,14 +206,15 @@ static void deliver(pto_client_t *c, reply_outcome_t *o) {
 
 /* Every whole message in the buffer. */
 static void process(pto_client_t *c) {
-  while (!c->dead && c->rx_end > c->rx_start) {
+  while (!c->dead && c->rx.end > c->rx.start) {
     size_t len = 0;
     pto_error_t err;
     reply_outcome_t out;
-    uint8_t *msg;
+    rxbuf_msg_t msg;
     int rc;
     pto_error_clear(&err);
-    rc = proto_reader_feed(&c->reader, c->rx + c->rx_start, c->rx_end - c->rx_start, &len, &err);
+    rc = proto_reader_feed(&c->reader, rxbuf_data(&c->rx) + c->rx.start, c->rx.end - c->rx.start,
+                           &len, &err);
     if (rc == 0) return;
     if (rc < 0) {
       pto_error_t e;
@@ -277,15 +225,14 @@ static void process(pto_client_t *c) {
       return;
     }
     proto_reader_reset(&c->reader);
-    msg = rx_take(c, len);
-    if (!msg) {
+    if (rxbuf_take(&c->rx, len, &msg) < 0) {
       pto_error_t e;
       client_error(&e, PTO_E_NO_MEMORY, "Out of memory holding a %zu-byte answer from '%s'.", len,
                    c->path);
       conn_kill(c, &e);
       return;
     }
-    rc = client_reply_decode(c, msg, len, method_of, &out);
+    rc = client_reply_decode(c, &msg, method_of, &out);
     if (rc < 0) {
       pto_error_t e;
       client_error(&e, PTO_E_NO_MEMORY, "Out of memory decoding a %zu-byte answer from '%s'.", len,
@@ -301,19 +248,19 @@ static void process(pto_client_t *c) {
  * message.  End of file or a reset kills the connection. */
 static void conn_read(pto_client_t *c) {
   for (int round = 0; round < 64 && !c->dead; round++) {
-    size_t want = READ_CHUNK, room;
+    size_t want = RXBUF_CHUNK, room;
     ssize_t n;
     /* The reader knows how much of the current message is still to come:
      * make room for it at once (up to a bound a bogus length cannot abuse). */
     if (c->reader.need > want) want = c->reader.need > (256u << 20) ? (256u << 20) : c->reader.need;
-    if (rx_reserve(c, want) < 0) {
+    if (rxbuf_reserve(&c->rx, want) < 0) {
       pto_error_t e;
       client_error(&e, PTO_E_NO_MEMORY, "Out of memory reading an answer from '%s'.", c->path);
       conn_kill(c, &e);
       return;
     }
-    room = c->rx_cap - c->rx_end;
-    n = recv(c->fd, c->rx + c->rx_end, room, MSG_DONTWAIT);
+    room = rxbuf_room(&c->rx);
+    n = recv(c->fd, rxbuf_data(&c->rx) + c->rx.end, room, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0) { /* end of file, ECONNRESET: whatever was queued has been read */
@@ -321,7 +268,7 @@ static void conn_read(pto_client_t *c) {
       conn_kill(c, NULL);
       return;
     }
-    c->rx_end += (size_t)n;
+    c->rx.end += (size_t)n;
     process(c);
     if ((size_t)n < room) return; /* drained */
   }
@@ -418,7 +365,8 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   }
 
   c = calloc(1, sizeof(*c));
-  if (!c) {
+  if (!c || rxbuf_init(&c->rx) < 0) {
+    free(c);
     close(fd);
     return client_error(ret_err, PTO_E_NO_MEMORY, NULL);
   }
@@ -496,7 +444,7 @@ void pto_client_close(pto_client_t *c) {
   if (c->fd >= 0) close(c->fd);
   for (size_t i = 0; i < c->nslots; i++) slot_release(&c->slots[i]);
   free(c->slots);
-  free(c->rx);
+  rxbuf_destroy(&c->rx);
   msgpack_sbuffer_destroy(&c->sb);
   pto_result_free(c->error_dfx);
   free(c);
@@ -644,7 +592,7 @@ static int send_encoded(pto_client_t *c, uint32_t msgid, proto_method_t method,
   c->slots[c->nslots - 1].decode = decode;
 
   rc = conn_write(c, (const uint8_t *)c->sb.data, c->sb.size, pass_fd, deadline, &written);
-  if (c->sb.alloc > KEEP_SBUFFER) {
+  if (c->sb.alloc > CLIENT_KEEP_MAX) { /* kept up to it, for the next large request */
     msgpack_sbuffer_destroy(&c->sb);
     msgpack_sbuffer_init(&c->sb);
   }

@@ -5,6 +5,7 @@
  *   reply.c         one answer: decoding into the public result types, their memory
  *   config.c        pto_config_t
  *   calls.c         requests -> proto params, the blocking helpers
+ *   recv_buffer.c   the connection's receive buffer, lent to large results
  *   multi.c         multi-device dispatch
  *   shm.c           shared-memory regions
  */
@@ -79,9 +80,66 @@ void client_shm_detach_all(pto_client_t *c);
 /* Note the device number a ping/status answer reported. */
 void client_learn_device(pto_client_t *c, uint32_t device);
 
+/* The largest buffer a connection keeps for its next message (its receive
+ * buffer given back, its encode buffer): a whole message of the daemon's
+ * default max_message (64 MiB) and its envelope.  A fresh buffer of that
+ * size costs 16384 page faults, more than copying it; larger ones go back
+ * to the system, so that one huge transfer does not pin its size for the
+ * rest of the connection's life. */
+#define CLIENT_KEEP_MAX ((size_t)65 << 20)
+
+/* --- recv_buffer.c: the bytes a connection receives ------------------------ */
+
+/* One receive buffer per connection, kept and grown, never reallocated per
+ * message.  A message shorter than RXBUF_CHUNK is copied out of it (a
+ * malloc the size of the message, from the heap's warm memory).  A longer
+ * one alone at the front of the buffer is not copied: the whole buffer is
+ * lent to the result made from it, and comes back when that result is
+ * freed, to receive the next large answer in pages already faulted in — a
+ * fresh 64 MiB buffer per answer costs 16384 page faults, more than the
+ * copy.  So the common path (call, read the result, free it, call again)
+ * receives every answer into the same memory.  A result kept past the next
+ * call keeps its bytes: the next answer then grows a new buffer (the one
+ * given back last is kept, up to CLIENT_KEEP_MAX).  Blocks come back from
+ * pto_result_free() on any thread (results may be freed anywhere), and
+ * after pto_client_close(). */
+#define RXBUF_CHUNK (64u * 1024u)
+
+typedef struct rxbuf_block rxbuf_block_t;
+typedef struct rxbuf_dock rxbuf_dock_t; /* where lent blocks come back */
+
+typedef struct rxbuf {
+  rxbuf_block_t *blk; /* NULL until needed */
+  size_t start, end;  /* unread bytes; the current message starts at start */
+  rxbuf_dock_t *dock;
+} rxbuf_t;
+
+/* One message taken out of the buffer: bytes[0..len), a copy of its own or
+ * (dock non-NULL) a lent block.  Release it exactly once, on any thread. */
+typedef struct rxbuf_msg {
+  uint8_t *bytes;
+  size_t len;
+  rxbuf_dock_t *dock;
+} rxbuf_msg_t;
+
+/* Returns 0 or -PTO_E_NO_MEMORY. */
+int rxbuf_init(rxbuf_t *rx);
+void rxbuf_destroy(rxbuf_t *rx);
+/* The buffer's bytes (NULL before the first reserve), and the room after end. */
+uint8_t *rxbuf_data(const rxbuf_t *rx);
+size_t rxbuf_room(const rxbuf_t *rx);
+/* Room for at least want bytes after end (the unread bytes may move).
+ * Returns 0 or -PTO_E_NO_MEMORY (nothing changed). */
+int rxbuf_reserve(rxbuf_t *rx, size_t want);
+/* Take the message [start, start + len) out.  Returns 0 or -PTO_E_NO_MEMORY
+ * (nothing changed). */
+int rxbuf_take(rxbuf_t *rx, size_t len, rxbuf_msg_t *ret);
+void rxbuf_msg_release(rxbuf_msg_t *msg);
+
 /* --- reply.c --------------------------------------------------------------- */
 
-/* Decode one whole message (bytes, len: malloc'ed; taken over in every case).
+/* Decode one whole message (taken over in every case: released with the
+ * result made from it, or at once).
  * Outcomes, in *ret:
  *   kind REPLY_RESULT   msgid's successful result, result = the public struct
  *                       (free with pto_result_free) — only when the method
@@ -105,7 +163,7 @@ typedef struct reply_outcome {
   pto_error_t err;
 } reply_outcome_t;
 
-int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
+int client_reply_decode(pto_client_t *c, rxbuf_msg_t *msg,
                         int (*method_of)(pto_client_t *c, uint32_t msgid), reply_outcome_t *ret);
 
 #endif

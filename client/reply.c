@@ -1,9 +1,12 @@
 /* One answer from the daemon: decode it and hand out the public result.
  *
  * A result is one allocation, a reply_t, of which the caller sees only the
- * member `r`: the message bytes and the msgpack zone that the result's
- * strings, arrays and bins point into live in the same reply_t, so one
- * pto_result_free() releases all of it and nothing is copied twice.
+ * member `r`, the public struct the schema rows decoded into: the message
+ * bytes and the msgpack zone that its strings, arrays and bins point into
+ * live in the same reply_t, so one pto_result_free() releases all of it and
+ * nothing is copied twice.  The bytes are the connection's receive buffer
+ * itself when the answer was large: freeing the result gives that buffer
+ * back for the next answer (recv_buffer.c).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -12,26 +15,11 @@
 
 #include "client_internal.h"
 
-typedef union public_result {
-  pto_ping_t ping;
-  pto_status_t status;
-  pto_text_t text;
-  pto_programs_t programs;
-  pto_dispatch_result_t dispatch;
-  pto_buffer_info_t buffer_info;
-  pto_byte_count_t byte_count;
-  pto_bytes_t bytes;
-  pto_buffer_list_t buffer_list;
-  pto_arena_info_t arena;
-  pto_advise_t advise;
-} public_result_t;
-
 typedef struct reply {
   msgpack_unpacked up;
-  uint8_t *bytes; /* the whole message */
-  size_t len;
+  rxbuf_msg_t msg; /* the whole message */
   size_t result_off; /* where the result object starts in bytes */
-  public_result_t r;
+  proto_result_t r; /* the public result structs, decoded into in place */
 } reply_t;
 
 static reply_t *reply_of(const void *result) {
@@ -41,7 +29,7 @@ static reply_t *reply_of(const void *result) {
 static void reply_destroy(reply_t *rp) {
   if (!rp) return;
   msgpack_unpacked_destroy(&rp->up);
-  free(rp->bytes);
+  rxbuf_msg_release(&rp->msg);
   free(rp);
 }
 
@@ -51,8 +39,8 @@ void pto_result_free(const void *result) {
 
 void pto_result_msgpack(const void *result, const void **ret_data, size_t *ret_len) {
   const reply_t *rp = reply_of(result);
-  *ret_data = rp->bytes + rp->result_off;
-  *ret_len = rp->len - rp->result_off;
+  *ret_data = rp->msg.bytes + rp->result_off;
+  *ret_len = rp->msg.len - rp->result_off;
 }
 
 /* Bytes of the msgpack integer starting at p (any width an encoder may
@@ -94,161 +82,6 @@ static size_t result_offset(const uint8_t *b, size_t len) {
   return off + 1 < len ? off + 1 : 0;
 }
 
-/* --- proto -> public ---------------------------------------------------------- */
-
-static void arena_from(pto_arena_info_t *a, const proto_arena_t *p) {
-  a->sizing = p->sizing;
-  a->key = p->key;
-  a->bytes = p->bytes;
-  a->build_us = p->build_us;
-  a->builds = p->builds;
-  a->hits = p->hits;
-  a->misses = p->misses;
-  a->prewarm.sizing = p->prewarm.sizing;
-  a->prewarm.key = p->prewarm.key;
-  a->prewarm.first_dispatch_hit =
-      p->prewarm.first_dispatch_hit == PROTO_UNSET ? -1 : p->prewarm.first_dispatch_hit;
-}
-
-static int from_proto(pto_client_t *c, proto_method_t m, const proto_result_t *p,
-                      msgpack_zone *zone, public_result_t *r) {
-  switch (m) {
-    case PROTO_M_PING:
-      r->ping.version = p->ping.version;
-      r->ping.device = p->ping.device;
-      r->ping.state = p->ping.state;
-      r->ping.features = p->ping.features;
-      r->ping.nfeatures = p->ping.nfeatures;
-      client_learn_device(c, p->ping.device);
-      return 0;
-    case PROTO_M_STATUS: {
-      const proto_status_result_t *s = &p->status;
-      pto_status_t *o = &r->status;
-      o->device = s->device;
-      o->platform = s->platform;
-      o->version = s->version;
-      o->uptime_s = s->uptime_s;
-      o->state = s->state;
-      o->queue.depth = s->queue.depth;
-      o->queue.capacity = s->queue.capacity;
-      o->queue.running = s->queue.running;
-      arena_from(&o->arena, &s->arena);
-      o->memory.limit = s->memory.limit;
-      o->memory.arena = s->memory.arena;
-      o->memory.buffers = s->memory.buffers;
-      o->memory.free = s->memory.free;
-      o->dispatches.ok = s->dispatches.ok;
-      o->dispatches.failed = s->dispatches.failed;
-      o->dispatches.rejected = s->dispatches.rejected;
-      o->clients = s->clients;
-      client_learn_device(c, s->device);
-      return 0;
-    }
-    case PROTO_M_METRICS:
-      r->text.text = p->metrics.text;
-      r->text.len = p->metrics.len;
-      return 0;
-    case PROTO_M_PROGRAMS: {
-      pto_program_info_t *list = NULL;
-      uint32_t n = p->programs.count;
-      if (n) {
-        list = msgpack_zone_malloc(zone, n * sizeof(*list));
-        if (!list) return -ENOMEM;
-      }
-      for (uint32_t i = 0; i < n; i++) {
-        list[i].name = p->programs.programs[i].name;
-        list[i].description = p->programs.programs[i].description;
-        list[i].args = p->programs.programs[i].args;
-        list[i].nargs = p->programs.programs[i].nargs;
-      }
-      r->programs.programs = list;
-      r->programs.count = n;
-      return 0;
-    }
-    case PROTO_M_DISPATCH: {
-      const proto_dispatch_result_t *d = &p->dispatch;
-      pto_dispatch_result_t *o = &r->dispatch;
-      pto_bytes_t *outs = NULL;
-      if (d->noutputs) {
-        outs = msgpack_zone_malloc(zone, d->noutputs * sizeof(*outs));
-        if (!outs) return -ENOMEM;
-      }
-      for (uint32_t i = 0; i < d->noutputs; i++) {
-        outs[i].ptr = d->outputs[i].ptr;
-        outs[i].len = d->outputs[i].len;
-      }
-      o->outputs = outs;
-      o->noutputs = d->noutputs;
-      o->arena.hit = d->arena.hit;
-      o->arena.build_us = d->arena.build_us;
-      o->arena.key = d->arena.key;
-      o->sizing = d->sizing;
-      o->peaks = d->peaks;
-      o->timing_us.queue = d->timing_us.queue;
-      o->timing_us.arena = d->timing_us.arena;
-      o->timing_us.run = d->timing_us.run;
-      o->timing_us.total = d->timing_us.total;
-      o->tasks = d->tasks;
-      o->dfx.swimlane = (pto_bytes_t){d->dfx.swimlane.ptr, d->dfx.swimlane.len};
-      o->dfx.scope_stats = (pto_bytes_t){d->dfx.scope_stats.ptr, d->dfx.scope_stats.len};
-      o->dfx.dep_graph = (pto_bytes_t){d->dfx.dep_graph.ptr, d->dfx.dep_graph.len};
-      o->dfx.refused = d->dfx.refused;
-      return 0;
-    }
-    case PROTO_M_BUFFER_ALLOC:
-    case PROTO_M_SHM_REGISTER: /* the same shape: {name, bytes} */
-      r->buffer_info.name = p->buffer_alloc.name;
-      r->buffer_info.bytes = p->buffer_alloc.bytes;
-      return 0;
-    case PROTO_M_BUFFER_WRITE: r->byte_count.bytes = p->buffer_write.bytes; return 0;
-    case PROTO_M_BUFFER_FREE: r->byte_count.bytes = p->buffer_free.bytes; return 0;
-    case PROTO_M_SHM_UNREGISTER: r->byte_count.bytes = p->shm_unregister.bytes; return 0;
-    case PROTO_M_BUFFER_READ:
-      r->bytes.ptr = p->buffer_read.ptr;
-      r->bytes.len = p->buffer_read.len;
-      return 0;
-    case PROTO_M_BUFFER_LIST:
-    case PROTO_M_SHM_LIST: { /* the same shape: [{name, bytes}] */
-      pto_buffer_info_t *list = NULL;
-      uint32_t n = p->buffer_list.count;
-      if (n) {
-        list = msgpack_zone_malloc(zone, n * sizeof(*list));
-        if (!list) return -ENOMEM;
-      }
-      for (uint32_t i = 0; i < n; i++) {
-        list[i].name = p->buffer_list.buffers[i].name;
-        list[i].bytes = p->buffer_list.buffers[i].bytes;
-      }
-      r->buffer_list.buffers = list;
-      r->buffer_list.count = n;
-      return 0;
-    }
-    case PROTO_M_PREWARM: arena_from(&r->arena, &p->prewarm); return 0;
-    case PROTO_M_ADVISE: {
-      pto_advise_program_t *progs = NULL;
-      uint32_t n = p->advise.nprograms;
-      if (n && !(progs = msgpack_zone_malloc(zone, n * sizeof(*progs)))) return -ENOMEM;
-      for (uint32_t i = 0; i < n; i++)
-        progs[i] = (pto_advise_program_t){p->advise.programs[i].program,
-                                          p->advise.programs[i].dispatches,
-                                          p->advise.programs[i].observed,
-                                          p->advise.programs[i].recommended};
-      r->advise.observed = p->advise.observed;
-      r->advise.recommended = p->advise.recommended;
-      r->advise.config = p->advise.config;
-      r->advise.programs = progs;
-      r->advise.nprograms = n;
-      r->advise.sizings = p->advise.sizings;
-      r->advise.nsizings = p->advise.nsizings;
-      r->advise.warnings = p->advise.warnings;
-      r->advise.nwarnings = p->advise.nwarnings;
-      return 0;
-    }
-    case PROTO_M_COUNT: break;
-  }
-  return -EINVAL;
-}
-
 bool pto_ping_has_feature(const pto_ping_t *ping, const char *feature) {
   if (!ping || !feature) return false;
   for (uint32_t i = 0; i < ping->nfeatures; i++)
@@ -258,26 +91,17 @@ bool pto_ping_has_feature(const pto_ping_t *ping, const char *feature) {
 
 /* A failed dispatch's dfx map into rp->r.dispatch.dfx; whether it had one. */
 static bool error_dfx(reply_t *rp, const msgpack_object *error) {
-  proto_dfx_t dfx;
   pto_error_t perr;
-  pto_dfx_t *o = &rp->r.dispatch.dfx;
-  if (proto_dfx_decode_error(error, rp->up.zone, &dfx, &perr) < 0 || !proto_dfx_present(&dfx))
-    return false;
-  o->swimlane = (pto_bytes_t){dfx.swimlane.ptr, dfx.swimlane.len};
-  o->scope_stats = (pto_bytes_t){dfx.scope_stats.ptr, dfx.scope_stats.len};
-  o->dep_graph = (pto_bytes_t){dfx.dep_graph.ptr, dfx.dep_graph.len};
-  o->refused = dfx.refused;
-  return true;
+  pto_dfx_t *dfx = &rp->r.dispatch.dfx;
+  return proto_dfx_decode_error(error, rp->up.zone, dfx, &perr) == 0 && proto_dfx_present(dfx);
 }
 
 static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
                          const proto_envelope_t *env, reply_outcome_t *ret) {
-  proto_result_t pres;
   pto_error_t perr;
   int rc;
   pto_error_clear(&perr);
-  rc = proto_result_decode(m, env->result, rp->up.zone, &pres, &perr);
-  if (rc == 0) rc = from_proto(c, m, &pres, rp->up.zone, &rp->r);
+  rc = proto_result_decode(m, env->result, rp->up.zone, &rp->r, &perr);
   if (rc == -ENOMEM) return -PTO_E_NO_MEMORY;
   if (rc < 0) {
     ret->kind = REPLY_ERROR;
@@ -285,9 +109,10 @@ static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
                  "The daemon's answer to '%s' could not be decoded: %s Is the daemon a newer "
                  "protocol version than this client?",
                  proto_method_name(m), perr.message);
+    memcpy(ret->err.key, perr.key, sizeof(ret->err.key)); /* "queue.depth", "outputs[1]" */
     return 0;
   }
-  rp->result_off = result_offset(rp->bytes, rp->len);
+  rp->result_off = result_offset(rp->msg.bytes, rp->msg.len);
   if (rp->result_off == 0) {
     ret->kind = REPLY_ERROR;
     client_error(&ret->err, PTO_E_PROTOCOL_ERROR,
@@ -295,12 +120,14 @@ static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
                  proto_method_name(m));
     return 0;
   }
+  if (m == PROTO_M_PING) client_learn_device(c, rp->r.ping.device);
+  if (m == PROTO_M_STATUS) client_learn_device(c, rp->r.status.device);
   ret->kind = REPLY_RESULT;
   ret->result = &rp->r; /* every member of the union is at its start */
   return 0;
 }
 
-int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
+int client_reply_decode(pto_client_t *c, rxbuf_msg_t *msg,
                         int (*method_of)(pto_client_t *c, uint32_t msgid), reply_outcome_t *ret) {
   reply_t *rp = calloc(1, sizeof(*rp));
   proto_envelope_t env;
@@ -311,13 +138,13 @@ int client_reply_decode(pto_client_t *c, uint8_t *bytes, size_t len,
   pto_error_clear(&ret->err);
   pto_error_clear(&perr);
   if (!rp) {
-    free(bytes);
+    rxbuf_msg_release(msg);
     return -PTO_E_NO_MEMORY;
   }
-  rp->bytes = bytes;
-  rp->len = len;
+  rp->msg = *msg;
+  memset(msg, 0, sizeof(*msg));
   msgpack_unpacked_init(&rp->up);
-  rc = proto_decode(bytes, len, &rp->up, &env, &perr);
+  rc = proto_decode(rp->msg.bytes, rp->msg.len, &rp->up, &env, &perr);
   if (rc == -ENOMEM) {
     reply_destroy(rp);
     return -PTO_E_NO_MEMORY;

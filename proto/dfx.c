@@ -7,7 +7,7 @@
 #include "schema.h"
 
 #define DFX_ROW(k, kind_, m) \
-  { .key = k, .kind = kind_, .flags = F_OPT, .off = offsetof(proto_dfx_t, m) }
+  { .key = k, .kind = kind_, .flags = F_OPT, .off = offsetof(pto_dfx_t, m) }
 
 static const schema_spec_t dfx_rows[] = {
     DFX_ROW("swimlane", SK_BIN, swimlane),

@@ -15,7 +15,7 @@
 
 static const char *const method_names[PROTO_M_COUNT] = {
 #define PROTO_METHOD_NAME_(id, name) name,
-    PROTO_METHOD_MAP(PROTO_METHOD_NAME_)
+    PTO_METHOD_MAP(PROTO_METHOD_NAME_)
 #undef PROTO_METHOD_NAME_
 };
 
@@ -239,9 +239,13 @@ static const schema_t no_params_schema = {.nfields = 0};
 
 /* --- results ------------------------------------------------------------ */
 
+/* Rows of the public result structs of <pto/client.h>: what libptoclient
+ * decodes into and the daemon encodes from.  Decoding ignores keys that
+ * have no row (a newer daemon's). */
+
 static const schema_spec_t str_elem = ROW_ELEM(SK_STR, const char *, NULL);
 
-#define T proto_ping_result_t
+#define T pto_ping_t
 static const schema_spec_t ping_rows[] = {
     ROW_K("version", SK_STR, T, version, 0),
     ROW_U("device", T, device, 0, UINT32_MAX, 0),
@@ -253,7 +257,7 @@ static const schema_spec_t ping_rows[] = {
 #undef T
 static const schema_t ping_schema = SCHEMA(ping_rows);
 
-#define T proto_arena_t
+#define T pto_arena_info_t
 static const schema_spec_t prewarm_info_rows[] = {
     ROW_MAP("sizing", T, prewarm.sizing, sizing_schema, 0),
     ROW_K("key", SK_KEY, T, prewarm.key, 0),
@@ -273,7 +277,7 @@ static const schema_spec_t arena_rows[] = {
 #undef T
 static const schema_t arena_schema = SCHEMA(arena_rows);
 
-#define T proto_status_result_t
+#define T pto_status_t
 static const schema_spec_t queue_rows[] = {
     ROW_COUNT("depth", T, queue.depth),
     ROW_COUNT("capacity", T, queue.capacity),
@@ -321,7 +325,7 @@ static const schema_spec_t arg_spec_rows[] = {
 static const schema_t arg_spec_schema = SCHEMA(arg_spec_rows);
 static const schema_spec_t arg_spec_elem = ROW_ELEM(SK_MAP, pto_arg_spec_t, &arg_spec_schema);
 
-#define T proto_program_info_t
+#define T pto_program_info_t
 static const schema_spec_t program_rows[] = {
     ROW_K("name", SK_STR, T, name, 0),
     ROW_K("description", SK_STR, T, description, 0),
@@ -329,10 +333,10 @@ static const schema_spec_t program_rows[] = {
 };
 #undef T
 static const schema_t program_schema = SCHEMA(program_rows);
-static const schema_spec_t program_elem = ROW_ELEM(SK_MAP, proto_program_info_t, &program_schema);
+static const schema_spec_t program_elem = ROW_ELEM(SK_MAP, pto_program_info_t, &program_schema);
 
-#define T proto_dispatch_result_t
-static const schema_spec_t output_elem = ROW_ELEM(SK_OPTBIN, proto_bytes_t, NULL);
+#define T pto_dispatch_result_t
+static const schema_spec_t output_elem = ROW_ELEM(SK_OPTBIN, pto_bytes_t, NULL);
 static const schema_spec_t dispatch_arena_rows[] = {
     ROW_BOOL("hit", T, arena.hit),
     ROW_COUNT("build_us", T, arena.build_us),
@@ -359,17 +363,17 @@ static const schema_spec_t dispatch_result_rows[] = {
 static const schema_t dispatch_result_schema = SCHEMA(dispatch_result_rows);
 
 static const schema_spec_t buffer_info_rows[] = {
-    ROW_K("name", SK_STR, proto_buffer_info_t, name, 0),
-    ROW_COUNT("bytes", proto_buffer_info_t, bytes),
+    ROW_K("name", SK_STR, pto_buffer_info_t, name, 0),
+    ROW_COUNT("bytes", pto_buffer_info_t, bytes),
 };
 static const schema_t buffer_info_schema = SCHEMA(buffer_info_rows);
 static const schema_spec_t buffer_info_elem =
-    ROW_ELEM(SK_MAP, proto_buffer_info_t, &buffer_info_schema);
+    ROW_ELEM(SK_MAP, pto_buffer_info_t, &buffer_info_schema);
 
-static const schema_spec_t byte_count_rows[] = {ROW_COUNT("bytes", proto_byte_count_t, bytes)};
+static const schema_spec_t byte_count_rows[] = {ROW_COUNT("bytes", pto_byte_count_t, bytes)};
 static const schema_t byte_count_schema = SCHEMA(byte_count_rows);
 
-#define T proto_advise_program_t
+#define T pto_advise_program_t
 static const schema_spec_t advise_program_rows[] = {
     ROW_K("program", SK_STR, T, program, 0),
     ROW_COUNT("dispatches", T, dispatches),
@@ -379,10 +383,10 @@ static const schema_spec_t advise_program_rows[] = {
 #undef T
 static const schema_t advise_program_schema = SCHEMA(advise_program_rows);
 static const schema_spec_t advise_program_elem =
-    ROW_ELEM(SK_MAP, proto_advise_program_t, &advise_program_schema);
+    ROW_ELEM(SK_MAP, pto_advise_program_t, &advise_program_schema);
 static const schema_spec_t sizing_elem = ROW_ELEM(SK_MAP, pto_sizing_t, &sizing_schema);
 
-#define T proto_advise_result_t
+#define T pto_advise_t
 #define ROW_OPT_LIST(k, items, count, elem)                                                   \
   {                                                                                           \
     .key = k, .kind = SK_LIST, .flags = F_OPT, .off = offsetof(T, items),                     \
@@ -416,23 +420,23 @@ static const method_def_t methods[PROTO_M_COUNT] = {
     [PROTO_M_METRICS] = {ROOT_MAP(no_params_schema),
                          {.kind = SK_STR,
                           .flags = F_LEN,
-                          .off = offsetof(proto_text_t, text),
-                          .off2 = offsetof(proto_text_t, len)}},
+                          .off = offsetof(pto_text_t, text),
+                          .off2 = offsetof(pto_text_t, len)}},
     [PROTO_M_PROGRAMS] = {ROOT_MAP(no_params_schema),
-                          ROW_LIST(NULL, proto_programs_result_t, programs, count, program_elem)},
+                          ROW_LIST(NULL, pto_programs_t, programs, count, program_elem)},
     [PROTO_M_DISPATCH] = {ROOT_MAP(dispatch_schema), ROOT_MAP(dispatch_result_schema)},
     [PROTO_M_BUFFER_ALLOC] = {ROOT_MAP(alloc_schema), ROOT_MAP(buffer_info_schema)},
     [PROTO_M_BUFFER_WRITE] = {ROOT_MAP(write_schema), ROOT_MAP(byte_count_schema)},
     [PROTO_M_BUFFER_READ] = {ROOT_MAP(read_schema), {.kind = SK_BIN}},
     [PROTO_M_BUFFER_FREE] = {ROOT_MAP(free_schema), ROOT_MAP(byte_count_schema)},
     [PROTO_M_BUFFER_LIST] = {ROOT_MAP(no_params_schema),
-                             ROW_LIST(NULL, proto_buffer_list_t, buffers, count, buffer_info_elem)},
+                             ROW_LIST(NULL, pto_buffer_list_t, buffers, count, buffer_info_elem)},
     [PROTO_M_PREWARM] = {ROOT_MAP(prewarm_schema), ROOT_MAP(arena_schema)},
     [PROTO_M_ADVISE] = {ROOT_MAP(no_params_schema), ROOT_MAP(advise_schema)},
     [PROTO_M_SHM_REGISTER] = {ROOT_MAP(shm_register_schema), ROOT_MAP(buffer_info_schema)},
     [PROTO_M_SHM_UNREGISTER] = {ROOT_MAP(shm_unregister_schema), ROOT_MAP(byte_count_schema)},
     [PROTO_M_SHM_LIST] = {ROOT_MAP(no_params_schema),
-                          ROW_LIST(NULL, proto_buffer_list_t, buffers, count, buffer_info_elem)},
+                          ROW_LIST(NULL, pto_buffer_list_t, buffers, count, buffer_info_elem)},
 };
 
 static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool strict,

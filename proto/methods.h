@@ -7,24 +7,30 @@
  * params.dispatch, result.buffer_read, ...); methods without params have no
  * member and take NULL.
  *
+ * The result types are the public ones of <pto/client.h> (one shape per
+ * result): the rows in methods.c name their fields, so libptoclient
+ * decodes an answer straight into what its caller reads, and a new result
+ * key is one struct member there plus one row here.  The proto_*_t names
+ * below are aliases of them, kept for the daemon's code.
+ *
  *   method        params member            result member
- *   ping          —                        ping      proto_ping_result_t
- *   status        —                        status    proto_status_result_t
- *   metrics       —                        metrics   proto_text_t
- *   programs      —                        programs  proto_programs_result_t
- *   dispatch      dispatch                 dispatch  proto_dispatch_result_t
- *   buffer.alloc  buffer_alloc             buffer_alloc  proto_buffer_info_t
- *   buffer.write  buffer_write             buffer_write  proto_byte_count_t
- *   buffer.read   buffer_read              buffer_read   proto_bytes_t
- *   buffer.free   buffer_free              buffer_free   proto_byte_count_t
- *   buffer.list   —                        buffer_list   proto_buffer_list_t
- *   prewarm       prewarm                  prewarm   proto_arena_t
- *   advise        —                        advise    proto_advise_result_t
- *   shm.register  shm_register             shm_register    proto_buffer_info_t
- *   shm.unregister shm_unregister          shm_unregister  proto_byte_count_t
- *   shm.list      —                        shm_list        proto_buffer_list_t
+ *   ping          —                        ping      pto_ping_t
+ *   status        —                        status    pto_status_t
+ *   metrics       —                        metrics   pto_text_t
+ *   programs      —                        programs  pto_programs_t
+ *   dispatch      dispatch                 dispatch  pto_dispatch_result_t
+ *   buffer.alloc  buffer_alloc             buffer_alloc  pto_buffer_info_t
+ *   buffer.write  buffer_write             buffer_write  pto_byte_count_t
+ *   buffer.read   buffer_read              buffer_read   pto_bytes_t
+ *   buffer.free   buffer_free              buffer_free   pto_byte_count_t
+ *   buffer.list   —                        buffer_list   pto_buffer_list_t
+ *   prewarm       prewarm                  prewarm   pto_arena_info_t
+ *   advise        —                        advise    pto_advise_t
+ *   shm.register  shm_register             shm_register    pto_buffer_info_t
+ *   shm.unregister shm_unregister          shm_unregister  pto_byte_count_t
+ *   shm.list      —                        shm_list        pto_buffer_list_t
  * (buffer.read with `shm` answers {bytes}: decode it as buffer.write's
- * result, proto_byte_count_t.)
+ * result, pto_byte_count_t.)
  *
  * Decoding is strict for params (the daemon's side): an unknown key is
  * INVALID_REQUEST naming it (err->key = the key, message
@@ -61,32 +67,18 @@
 #include <stdint.h>
 
 #include <msgpack.h>
+#include <pto/client.h>
 #include <pto/errors.h>
 #include <pto/program.h>
 #include <pto/sizing.h>
 
 #include "rpc.h"
 
-#define PROTO_METHOD_MAP(X)       \
-  X(PING, "ping")                 \
-  X(STATUS, "status")             \
-  X(METRICS, "metrics")           \
-  X(PROGRAMS, "programs")         \
-  X(DISPATCH, "dispatch")         \
-  X(BUFFER_ALLOC, "buffer.alloc") \
-  X(BUFFER_WRITE, "buffer.write") \
-  X(BUFFER_READ, "buffer.read")   \
-  X(BUFFER_FREE, "buffer.free")   \
-  X(BUFFER_LIST, "buffer.list")   \
-  X(PREWARM, "prewarm")           \
-  X(ADVISE, "advise")             \
-  X(SHM_REGISTER, "shm.register") \
-  X(SHM_UNREGISTER, "shm.unregister") \
-  X(SHM_LIST, "shm.list")
-
+/* The method list is the public one (pto/client.h), so PROTO_M_x ==
+ * PTO_METHOD_x. */
 typedef enum proto_method {
 #define PROTO_METHOD_ENUM_(id, name) PROTO_M_##id,
-  PROTO_METHOD_MAP(PROTO_METHOD_ENUM_)
+  PTO_METHOD_MAP(PROTO_METHOD_ENUM_)
 #undef PROTO_METHOD_ENUM_
       PROTO_M_COUNT
 } proto_method_t;
@@ -104,10 +96,7 @@ int proto_method_from_name(const char *name, size_t len);
 /* Bytes that are not a string: a bin on the wire.  ptr NULL means "not
  * given" (an optional bin) or nil (a dispatch output with nothing to
  * return); a present empty bin has a non-NULL ptr and len 0. */
-typedef struct proto_bytes {
-  const uint8_t *ptr;
-  size_t len;
-} proto_bytes_t;
+typedef pto_bytes_t proto_bytes_t;
 
 /* One extra `config` key a client passes through untouched (a knob this
  * library does not know yet): key, and its value as one encoded msgpack
@@ -222,132 +211,24 @@ typedef union proto_params {
   proto_shm_unregister_params_t shm_unregister;
 } proto_params_t;
 
-/* Results. */
+/* Results: the public structs of <pto/client.h>, under the names the
+ * daemon's code uses. */
+typedef pto_ping_t proto_ping_result_t;
+typedef pto_arena_info_t proto_arena_t; /* status.arena and prewarm's result */
+typedef pto_status_t proto_status_result_t;
+typedef pto_text_t proto_text_t;
+typedef pto_program_info_t proto_program_info_t;
+typedef pto_programs_t proto_programs_result_t;
+typedef pto_dfx_t proto_dfx_t;
+typedef pto_dispatch_result_t proto_dispatch_result_t;
+typedef pto_buffer_info_t proto_buffer_info_t;
+typedef pto_byte_count_t proto_byte_count_t;
+typedef pto_buffer_list_t proto_buffer_list_t;
+typedef pto_advise_program_t proto_advise_program_t;
+typedef pto_advise_t proto_advise_result_t;
 
-typedef struct proto_ping_result {
-  const char *version; /* the daemon's release, "0.1.0" */
-  uint32_t device;     /* the device id */
-  const char *state;   /* "warming", "ready" or "draining" */
-  const char *const *features; /* what the daemon speaks beyond version 1: "dfx", "shm" */
-  uint32_t nfeatures;
-} proto_ping_result_t;
-
-/* The `arena` map of status, and prewarm's result.  Sizings are resolved:
- * every entry set. */
-typedef struct proto_arena {
-  pto_sizing_t sizing;
-  uint64_t key; /* pto_sizing_key; a 16-digit hex string on the wire */
-  uint64_t bytes, build_us, builds, hits, misses;
-  struct {
-    pto_sizing_t sizing;
-    uint64_t key;
-    int first_dispatch_hit; /* PROTO_UNSET (nil) until the first dispatch, else 0/1 */
-  } prewarm;
-} proto_arena_t;
-
-typedef struct proto_status_result {
-  uint32_t device;
-  const char *platform, *version;
-  uint64_t uptime_s;
-  const char *state;
-  struct {
-    uint64_t depth, capacity, running;
-  } queue;
-  proto_arena_t arena;
-  struct {
-    uint64_t limit, arena, buffers, free;
-  } memory;
-  struct {
-    uint64_t ok, failed, rejected;
-  } dispatches;
-  uint64_t clients;
-  struct {
-    uint64_t input, output, limit; /* bytes held for all clients; clients_memory */
-  } client_memory;
-} proto_status_result_t;
-
-typedef struct proto_text {
-  const char *text; /* NUL-terminated; len excludes the NUL */
-  size_t len;
-} proto_text_t;
-
-typedef struct proto_program_info {
-  const char *name, *description;
-  const pto_arg_spec_t *args; /* {name, kind, optional, doc}, as in pto/program.h */
-  uint32_t nargs;
-} proto_program_info_t;
-
-typedef struct proto_programs_result {
-  const proto_program_info_t *programs;
-  uint32_t count;
-} proto_programs_result_t;
-
-/* The DFX artefacts of a dispatch (docs/protocol.md "dfx"): each bin is
- * absent (ptr NULL) unless its flag asked for it; `refused` says why the
- * artefacts asked for are not here (too large for the connection's output
- * budget, or more tasks than the record holds), NULL otherwise.  A result
- * or error without any of them has no "dfx" key. */
-typedef struct proto_dfx {
-  proto_bytes_t swimlane;    /* Chrome trace-event JSON */
-  proto_bytes_t scope_stats; /* JSON lines */
-  proto_bytes_t dep_graph;   /* Graphviz DOT */
-  const char *refused;
-} proto_dfx_t;
-
-/* Whether the map has anything to send. */
+/* Whether the dfx map has anything to send. */
 bool proto_dfx_present(const proto_dfx_t *dfx);
-
-typedef struct proto_dispatch_result {
-  const proto_bytes_t *outputs; /* one per arg; ptr NULL = nil (not an inout/out arg) */
-  uint32_t noutputs;
-  struct {
-    bool hit;
-    uint64_t build_us;
-    uint64_t key;
-  } arena;
-  pto_sizing_resolved_t sizing; /* values and sources */
-  pto_sizing_t peaks;           /* peaks.value[field][ring] */
-  struct {
-    uint64_t queue, arena, run, total;
-  } timing_us;
-  uint64_t tasks;
-  proto_dfx_t dfx; /* optional */
-} proto_dispatch_result_t;
-
-typedef struct proto_buffer_info {
-  const char *name;
-  uint64_t bytes;
-} proto_buffer_info_t;
-
-typedef struct proto_byte_count {
-  uint64_t bytes;
-} proto_byte_count_t;
-
-typedef struct proto_buffer_list {
-  const proto_buffer_info_t *buffers;
-  uint32_t count;
-} proto_buffer_list_t;
-
-/* One program's part of advise. */
-typedef struct proto_advise_program {
-  const char *program;
-  uint64_t dispatches;
-  pto_sizing_t observed, recommended;
-} proto_advise_program_t;
-
-typedef struct proto_advise_result {
-  pto_sizing_t observed;    /* peaks seen: {task_window, heap, dep_pool} on the wire */
-  pto_sizing_t recommended; /* a sizing map */
-  const char *config;       /* the config-file lines that set it ([ring] and [prewarm]) */
-  /* Optional (a daemon before 1.1 sends none): per program, the distinct
-   * sizings dispatches ran with, and warnings (full sentences). */
-  const proto_advise_program_t *programs;
-  uint32_t nprograms;
-  const pto_sizing_t *sizings;
-  uint32_t nsizings;
-  const char *const *warnings;
-  uint32_t nwarnings;
-} proto_advise_result_t;
 
 typedef union proto_result {
   proto_ping_result_t ping;

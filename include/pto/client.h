@@ -45,9 +45,14 @@
  * Ownership
  *   - Every result returned through a ret_* pointer of a result type
  *     (pto_ping_t, pto_status_t, pto_dispatch_result_t, ...) is ONE
- *     allocation owned by the caller: release it with pto_result_free().
- *     Every string, array and byte range inside it (outputs, buffer
- *     contents, names) lives exactly until then; copy what must outlive it.
+ *     allocation owned by the caller: release it with pto_result_free(),
+ *     on any thread, before or after pto_client_close().  Every string,
+ *     array and byte range inside it (outputs, buffer contents, names)
+ *     lives exactly until then; copy what must outlive it.  The bytes of a
+ *     large answer are not copied: the result holds the connection's
+ *     receive buffer, and freeing it hands that buffer back, so the next
+ *     large answer lands in memory already faulted in.  A result kept past
+ *     the next call is fine; that call's answer then gets a new buffer.
  *   - Pointers passed in (args, data, names, a config) are only read during
  *     the call that takes them and never kept.
  *   - pto_client_t and pto_config_t are created by their *_new / connect
@@ -284,23 +289,31 @@ typedef struct pto_dispatch_req {
   int64_t deadline_ms;
 } pto_dispatch_req_t;
 
-/* The methods, for the pipelined API. */
+/* The methods of the protocol, in their wire order: X(ID, "wire name").
+ * This list is the protocol's only one: pto_method_t below and the codec's
+ * method table are both made from it. */
+#define PTO_METHOD_MAP(X)             \
+  X(PING, "ping")                     \
+  X(STATUS, "status")                 \
+  X(METRICS, "metrics")               \
+  X(PROGRAMS, "programs")             \
+  X(DISPATCH, "dispatch")             \
+  X(BUFFER_ALLOC, "buffer.alloc")     \
+  X(BUFFER_WRITE, "buffer.write")     \
+  X(BUFFER_READ, "buffer.read")       \
+  X(BUFFER_FREE, "buffer.free")       \
+  X(BUFFER_LIST, "buffer.list")       \
+  X(PREWARM, "prewarm")               \
+  X(ADVISE, "advise")                 \
+  X(SHM_REGISTER, "shm.register")     \
+  X(SHM_UNREGISTER, "shm.unregister") \
+  X(SHM_LIST, "shm.list")
+
+/* The methods, for the pipelined API: PTO_METHOD_PING = 0, ... */
 typedef enum pto_method {
-  PTO_METHOD_PING = 0,
-  PTO_METHOD_STATUS,
-  PTO_METHOD_METRICS,
-  PTO_METHOD_PROGRAMS,
-  PTO_METHOD_DISPATCH,
-  PTO_METHOD_BUFFER_ALLOC,
-  PTO_METHOD_BUFFER_WRITE,
-  PTO_METHOD_BUFFER_READ,
-  PTO_METHOD_BUFFER_FREE,
-  PTO_METHOD_BUFFER_LIST,
-  PTO_METHOD_PREWARM,
-  PTO_METHOD_ADVISE,
-  PTO_METHOD_SHM_REGISTER,
-  PTO_METHOD_SHM_UNREGISTER,
-  PTO_METHOD_SHM_LIST,
+#define PTO_METHOD_ENUM_(id, name) PTO_METHOD_##id,
+  PTO_METHOD_MAP(PTO_METHOD_ENUM_)
+#undef PTO_METHOD_ENUM_
 } pto_method_t;
 
 /* "ping", "buffer.alloc", ...: the wire name; NULL out of range. */
@@ -338,6 +351,14 @@ typedef struct pto_request {
 } pto_request_t;
 
 /* --- results ---------------------------------------------------------------- */
+
+/* Each result struct below is the shape of that method's answer on the
+ * wire (docs/protocol.md), member for member: the library decodes an answer
+ * straight into it, one table row per key, and the daemon encodes its
+ * answers from the same structs.  A key this library does not know (a newer
+ * daemon's) is ignored, and still there in pto_result_msgpack(); a key it
+ * needs that is missing or of the wrong type fails the call with
+ * PTO_E_PROTOCOL_ERROR naming the key. */
 
 /* Bytes of a result.  ptr NULL: nothing (a dispatch argument that returns
  * no output); a present empty output has a non-NULL ptr and len 0. */
@@ -387,6 +408,10 @@ typedef struct pto_status {
     uint64_t ok, failed, rejected;
   } dispatches;
   uint64_t clients;
+  struct {
+    uint64_t input, output; /* bytes the daemon holds for all its clients together */
+    uint64_t limit;         /* its clients_memory budget */
+  } client_memory;
 } pto_status_t;
 
 /* metrics: Prometheus text exposition, NUL-terminated (len excludes it). */
@@ -459,6 +484,7 @@ typedef struct pto_advise {
   pto_sizing_t observed;    /* the peaks seen, per field and ring */
   pto_sizing_t recommended; /* the smallest valid sizing at or above them */
   const char *config;       /* the [ring] and [prewarm] config-file lines that set it */
+  /* The rest is none from a daemon before version 1.1. */
   const pto_advise_program_t *programs; /* the same per program */
   uint32_t nprograms;
   const pto_sizing_t *sizings; /* the distinct sizings dispatches ran with */

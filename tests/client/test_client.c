@@ -154,6 +154,8 @@ START_TEST(test_ping_and_status) {
   ck_assert_uint_eq(st->queue.capacity, 64);
   ck_assert_uint_eq(st->memory.limit, UINT64_C(1) << 30);
   ck_assert_uint_ge(st->clients, 1);
+  /* A key the client once decoded and dropped: now in the public struct. */
+  ck_assert_uint_eq(st->client_memory.limit, UINT64_C(2) << 30); /* clients_memory = 2G */
   for (int r = 0; r < PTO_RING_COUNT; r++) {
     ck_assert_uint_eq(st->arena.sizing.value[PTO_FIELD_TASK_WINDOW][r], 256);
     ck_assert_uint_eq(st->arena.sizing.value[PTO_FIELD_HEAP][r], HEAP_1M);
