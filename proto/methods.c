@@ -309,7 +309,8 @@ static const schema_spec_t status_rows[] = {
     ROW_K("state", SK_STR, T, state, 0),           ROW_MAP_HERE("queue", queue_schema),
     ROW_MAP("arena", T, arena, arena_schema, 0),   ROW_MAP_HERE("memory", memory_schema),
     ROW_MAP_HERE("dispatches", dispatches_schema), ROW_COUNT("clients", T, clients),
-    ROW_MAP_HERE("client_memory", client_memory_schema),
+    /* Added in 1.1: an older daemon's status has none (left 0). */
+    {.key = "client_memory", .kind = SK_MAP, .flags = F_OPT, .sub = &client_memory_schema},
 };
 #undef T
 static const schema_t status_schema = SCHEMA(status_rows);

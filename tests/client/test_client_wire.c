@@ -385,6 +385,14 @@ START_TEST(answer_with_unknown_keys) {
   ck_assert_uint_eq(st->queue.capacity, 64);
   ck_assert_uint_eq(st->client_memory.limit, 33);
   pto_result_free(st);
+
+  /* A 1.0 daemon's status has no client_memory (added in 1.1): left 0. */
+  msgid = send_req(&req);
+  answer_status(msgid, QUEUE, ", \"clients\": 3");
+  st = wait_ok(msgid);
+  ck_assert_uint_eq(st->clients, 3);
+  ck_assert_uint_eq(st->client_memory.limit, 0);
+  pto_result_free(st);
 }
 END_TEST
 
