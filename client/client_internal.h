@@ -1,6 +1,9 @@
 /* client_internal.h — what the modules of libptoclient share (not installed).
  *
- *   client.c        the connection: socket, framing, pending requests, waits
+ *   client.c        the connection: connect, close, accessors (connection.h)
+ *   pending.c       its pending requests: slots, delivery, waits
+ *   receive.c       its reading: the socket into the receive buffer, framing
+ *   send.c          its writing: one request
  *   client_errors.c the client error table, messages
  *   reply.c         one answer: decoding into the public result types, their memory
  *   config.c        pto_config_t
@@ -47,7 +50,7 @@ void client_config_to_proto(const pto_config_t *config, proto_config_t *ret);
 int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request_t *req,
                           pto_error_t *err);
 
-/* --- client.c: the deadline forms of send/wait --------------------------- */
+/* --- send.c, pending.c: the deadline forms of send/wait -------------------- */
 
 int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
                       uint32_t *ret_msgid, pto_error_t *err);
