@@ -198,13 +198,12 @@ static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_
   return client_error(err, PTO_E_INVALID_ARGUMENT, "Unknown request row kind %d.", (int)r->kind);
 }
 
-int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request_t *req,
+int client_request_params(const pto_request_t *req, client_request_params_t *ret,
                           pto_error_t *err) {
   const req_def_t *def;
-  proto_params_t p;
-  proto_arg_t *args = NULL;
   int rc = 0;
 
+  memset(ret, 0, sizeof(*ret));
   if ((unsigned)req->method >= PROTO_M_COUNT)
     return client_error(err, PTO_E_INVALID_ARGUMENT, "There is no method number %d.",
                         (int)req->method);
@@ -215,15 +214,20 @@ int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request
                         "pto_shm_create() (its fd travels with the request) and unregistered "
                         "with pto_shm_free().",
                         pto_method_name(req->method));
-  memset(&p, 0, sizeof(p));
   for (size_t i = 0; i < def->nrows && rc == 0; i++)
-    rc = apply_row(&def->rows[i], req, &p, &args, err);
-  if (rc == 0 && proto_encode_request(sb, msgid, (proto_method_t)req->method,
-                                      def->rows ? &p : NULL) < 0)
-    rc = client_error(err, PTO_E_NO_MEMORY, "Out of memory encoding a '%s' request.",
-                      pto_method_name(req->method));
-  free(args);
-  return rc;
+    rc = apply_row(&def->rows[i], req, &ret->p, &ret->args, err);
+  if (rc < 0) {
+    client_request_params_free(ret);
+    return rc;
+  }
+  ret->params = def->rows ? &ret->p : NULL;
+  return 0;
+}
+
+void client_request_params_free(client_request_params_t *rp) {
+  free(rp->args);
+  rp->args = NULL;
+  rp->params = NULL;
 }
 
 /* Send req and wait for its answer, within timeout_ms for both. */

@@ -131,7 +131,7 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   c->next_msgid = 1;
   c->shm.feature = -1;
   proto_reader_init(&c->reader, CLIENT_MAX_MESSAGE);
-  msgpack_sbuffer_init(&c->sb);
+  msgpack_sbuffer_init(&c->out.sb);
   *ret_client = c;
   return 0;
 }
@@ -200,7 +200,9 @@ void pto_client_close(pto_client_t *c) {
   for (size_t i = 0; i < c->nslots; i++) slot_release(&c->slots[i]);
   free(c->slots);
   rxbuf_destroy(&c->rx);
-  msgpack_sbuffer_destroy(&c->sb);
+  msgpack_sbuffer_destroy(&c->out.sb);
+  free(c->out.refs);
+  free(c->out.iov);
   pto_result_free(c->error_dfx);
   free(c);
 }

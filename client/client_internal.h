@@ -44,11 +44,21 @@ void client_config_to_proto(const pto_config_t *config, proto_config_t *ret);
 
 /* --- calls.c ------------------------------------------------------------- */
 
-/* Encode req as the request msgid into sb (appended).  Returns 0,
+/* req as proto's params: ret->params (NULL for a method without params)
+ * points at ret->p, whose pointers are req's own (and ret->args, the
+ * converted dispatch arguments), so they are valid while req and ret are.
+ * Free with client_request_params_free.  Returns 0,
  * -PTO_E_INVALID_ARGUMENT (NULL where a pointer is needed, a bad kind) or
- * -PTO_E_NO_MEMORY, with err filled. */
-int client_encode_request(msgpack_sbuffer *sb, uint32_t msgid, const pto_request_t *req,
+ * -PTO_E_NO_MEMORY, with err filled (and nothing to free). */
+typedef struct client_request_params {
+  proto_params_t p;
+  const proto_params_t *params;
+  proto_arg_t *args;
+} client_request_params_t;
+
+int client_request_params(const pto_request_t *req, client_request_params_t *ret,
                           pto_error_t *err);
+void client_request_params_free(client_request_params_t *rp);
 
 /* --- send.c, pending.c: the deadline forms of send/wait -------------------- */
 

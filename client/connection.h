@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "client_internal.h"
 #include "paths.h"
@@ -35,6 +36,24 @@ typedef struct slot {
   pto_error_t *err; /* SLOT_DONE, rc < 0 */
 } slot_t;
 
+/* A large bin body sent from where it lies: it goes before the encoded
+ * byte at `at` (send.c). */
+typedef struct send_ref {
+  size_t at;
+  const char *ptr;
+  size_t len;
+} send_ref_t;
+
+/* The request being sent: its encoded bytes, the bodies between them, and
+ * the iovecs of both (kept between requests, grown as needed). */
+typedef struct send_out {
+  msgpack_sbuffer sb;
+  send_ref_t *refs;
+  size_t nrefs, refs_cap;
+  struct iovec *iov;
+  size_t iov_cap;
+} send_out_t;
+
 struct pto_client {
   int fd; /* -1 once the connection is dead */
   char path[PTO_SOCKET_PATH_MAX];
@@ -47,7 +66,7 @@ struct pto_client {
   slot_t *slots; /* in the order sent */
   size_t nslots, slots_cap;
 
-  msgpack_sbuffer sb;
+  send_out_t out;
 
   bool dead;
   pto_error_t dead_err; /* why; given to every later call */

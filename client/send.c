@@ -1,43 +1,109 @@
 /* Writing one request (connection.h): its slot first, then its bytes,
- * reading the answers that come meanwhile. */
+ * reading the answers that come meanwhile.
+ *
+ * A request's large byte strings (a dispatch's inline input, buffer.write's
+ * data) are not copied into the encode buffer: msgpack's write callback
+ * records every piece of at least SEND_REF_MIN bytes as a reference, and
+ * the request goes out as one sendmsg() of [encoded piece, payload,
+ * encoded piece, ...].  msgpack-c writes headers from a few bytes on its
+ * stack, so a piece that long is always a body in the params' memory —
+ * the caller's, which holds still until the send returns. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "connection.h"
+#include "rpc.h"
 
-/* One send(); pass_fd >= 0 goes with it as SCM_RIGHTS (with its first
- * byte, so the kernel attaches it to this request). */
-static ssize_t send_some(int fd, const uint8_t *data, size_t len, int pass_fd) {
-  struct iovec iov = {.iov_base = (void *)(uintptr_t)data, .iov_len = len};
+#define SEND_REF_MIN ((size_t)64 * 1024)
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
+
+/* --- encoding ------------------------------------------------------------- */
+
+static int ref_write(void *data, const char *buf, size_t len) {
+  send_out_t *o = data;
+  if (len < SEND_REF_MIN) return msgpack_sbuffer_write(&o->sb, buf, len);
+  if (o->nrefs == o->refs_cap) {
+    size_t cap = o->refs_cap ? o->refs_cap * 2 : 4;
+    send_ref_t *grown = realloc(o->refs, cap * sizeof(*grown));
+    if (!grown) return -1;
+    o->refs = grown;
+    o->refs_cap = cap;
+  }
+  o->refs[o->nrefs++] = (send_ref_t){.at = o->sb.size, .ptr = buf, .len = len};
+  return 0;
+}
+
+/* Encode the request into c->out: the sbuffer's bytes and the references
+ * between them.  Returns 0 or < 0 (out of memory, a bad method). */
+static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
+                  const proto_params_t *params) {
+  msgpack_packer pk;
+  int rc;
+  msgpack_sbuffer_clear(&c->out.sb);
+  c->out.nrefs = 0;
+  msgpack_packer_init(&pk, &c->out, ref_write);
+  rc = proto_pack_request_begin(&pk, msgid, proto_method_name(method));
+  return rc < 0 ? rc : proto_params_pack(&pk, method, params);
+}
+
+/* The encoded request as iovecs in c->out.iov (pointing into the sbuffer,
+ * so made once encoding is done); returns their count or -1. */
+static int make_iov(send_out_t *o) {
+  size_t need = 2 * o->nrefs + 1, from = 0, n = 0;
+  if (need > o->iov_cap) {
+    struct iovec *grown = realloc(o->iov, need * sizeof(*grown));
+    if (!grown) return -1;
+    o->iov = grown;
+    o->iov_cap = need;
+  }
+  for (size_t i = 0; i < o->nrefs; i++) {
+    if (o->refs[i].at > from) o->iov[n++] = (struct iovec){o->sb.data + from, o->refs[i].at - from};
+    o->iov[n++] = (struct iovec){(void *)(uintptr_t)o->refs[i].ptr, o->refs[i].len};
+    from = o->refs[i].at;
+  }
+  if (o->sb.size > from) o->iov[n++] = (struct iovec){o->sb.data + from, o->sb.size - from};
+  return (int)n;
+}
+
+/* --- writing -------------------------------------------------------------- */
+
+/* One sendmsg() of iov[0..n); pass_fd >= 0 goes with it as SCM_RIGHTS
+ * (with its first byte, so the kernel attaches it to this request). */
+static ssize_t send_some(int fd, struct iovec *iov, size_t n, int pass_fd) {
   union {
     char buf[CMSG_SPACE(sizeof(int))];
     struct cmsghdr align;
   } ctl;
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  struct msghdr msg = {.msg_iov = iov, .msg_iovlen = n < IOV_MAX ? n : IOV_MAX};
   struct cmsghdr *cm;
-  if (pass_fd < 0) return send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-  memset(&ctl, 0, sizeof(ctl));
-  msg.msg_control = ctl.buf;
-  msg.msg_controllen = sizeof(ctl.buf);
-  cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+  if (pass_fd >= 0) {
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+  }
   return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Write data whole, pass_fd (>= 0) with its first bytes.  Answers that
- * come meanwhile are read and delivered. */
-static int conn_write(pto_client_t *c, const uint8_t *data, size_t len, int pass_fd,
-                      int64_t deadline, size_t *ret_written) {
-  size_t off = 0;
+/* Write iov[0..n) whole (the iovecs are consumed), pass_fd (>= 0) with its
+ * first bytes.  Answers that come meanwhile are read and delivered. */
+static int conn_write(pto_client_t *c, struct iovec *iov, size_t n, int pass_fd, int64_t deadline,
+                      size_t *ret_written) {
+  size_t i = 0;
   *ret_written = 0;
-  while (off < len) {
+  while (i < n) {
     short ev;
     if (c->dead) return -1;
     ev = conn_poll(c, POLLOUT | POLLIN, deadline);
@@ -47,36 +113,45 @@ static int conn_write(pto_client_t *c, const uint8_t *data, size_t len, int pass
       if (c->dead) return -1;
     }
     if (ev & POLLOUT) {
-      ssize_t n = send_some(c->fd, data + off, len - off, off == 0 ? pass_fd : -1);
-      if (n < 0) {
+      ssize_t sent = send_some(c->fd, iov + i, n - i, *ret_written == 0 ? pass_fd : -1);
+      size_t left;
+      if (sent < 0) {
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
         /* EPIPE, ECONNRESET: the daemon closed; read what it said first. */
         conn_read(c);
         conn_kill(c, NULL);
         return -1;
       }
-      off += (size_t)n;
-      *ret_written = off;
+      *ret_written += (size_t)sent;
+      for (left = (size_t)sent; i < n && left >= iov[i].iov_len; i++) left -= iov[i].iov_len;
+      if (left) {
+        iov[i].iov_base = (char *)iov[i].iov_base + left;
+        iov[i].iov_len -= left;
+      }
     }
   }
   return 0;
 }
 
-/* Send the request msgid that c->sb holds. */
+/* Send the request msgid that c->out holds. */
 static int send_encoded(pto_client_t *c, uint32_t msgid, proto_method_t method,
                         proto_method_t decode, int pass_fd, int64_t deadline, pto_error_t *err) {
   size_t written = 0;
-  int rc;
+  int rc, niov;
   slot_t *s;
+
+  niov = make_iov(&c->out);
+  if (niov < 0) return client_error(err, PTO_E_NO_MEMORY, NULL);
 
   rc = slot_add(c, method, msgid);
   if (rc < 0) return client_error(err, PTO_E_NO_MEMORY, NULL);
   c->slots[c->nslots - 1].decode = decode;
 
-  rc = conn_write(c, (const uint8_t *)c->sb.data, c->sb.size, pass_fd, deadline, &written);
-  if (c->sb.alloc > CLIENT_KEEP_MAX) { /* kept up to it, for the next large request */
-    msgpack_sbuffer_destroy(&c->sb);
-    msgpack_sbuffer_init(&c->sb);
+  rc = conn_write(c, c->out.iov, (size_t)niov, pass_fd, deadline, &written);
+  c->out.nrefs = 0; /* the caller's memory is its own again */
+  if (c->out.sb.alloc > CLIENT_KEEP_MAX) { /* kept up to it, for the next large request */
+    msgpack_sbuffer_destroy(&c->out.sb);
+    msgpack_sbuffer_init(&c->out.sb);
   }
   s = slot_find(c, msgid);
   if (rc == -PTO_E_TIMEOUT) {
@@ -112,25 +187,6 @@ static uint32_t next_msgid(pto_client_t *c) {
   return c->next_msgid++;
 }
 
-int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
-                      uint32_t *ret_msgid, pto_error_t *err) {
-  uint32_t msgid;
-  int rc;
-
-  if (!c || !req)
-    return client_error(err, PTO_E_INVALID_ARGUMENT,
-                        "pto_client_send needs a client and a request.");
-  if (c->dead) return conn_dead_error(c, err);
-  msgid = next_msgid(c);
-  msgpack_sbuffer_clear(&c->sb);
-  rc = client_encode_request(&c->sb, msgid, req, err);
-  if (rc < 0) return rc;
-  rc = send_encoded(c, msgid, (proto_method_t)req->method, (proto_method_t)req->method, -1,
-                    deadline, err);
-  if (rc == 0) *ret_msgid = msgid;
-  return rc;
-}
-
 int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_params_t *params,
                             proto_method_t decode, int pass_fd, int64_t deadline,
                             uint32_t *ret_msgid, pto_error_t *err) {
@@ -138,12 +194,28 @@ int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_
   int rc;
   if (c->dead) return conn_dead_error(c, err);
   msgid = next_msgid(c);
-  msgpack_sbuffer_clear(&c->sb);
-  if (proto_encode_request(&c->sb, msgid, method, params) < 0)
+  if (encode(c, msgid, method, params) < 0)
     return client_error(err, PTO_E_NO_MEMORY, "Out of memory encoding a '%s' request.",
                         proto_method_name(method));
   rc = send_encoded(c, msgid, method, decode, pass_fd, deadline, err);
   if (rc == 0) *ret_msgid = msgid;
+  return rc;
+}
+
+int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
+                      uint32_t *ret_msgid, pto_error_t *err) {
+  client_request_params_t rp;
+  int rc;
+
+  if (!c || !req)
+    return client_error(err, PTO_E_INVALID_ARGUMENT,
+                        "pto_client_send needs a client and a request.");
+  if (c->dead) return conn_dead_error(c, err);
+  rc = client_request_params(req, &rp, err);
+  if (rc < 0) return rc;
+  rc = client_send_proto_until(c, (proto_method_t)req->method, rp.params,
+                               (proto_method_t)req->method, -1, deadline, ret_msgid, err);
+  client_request_params_free(&rp);
   return rc;
 }
 
