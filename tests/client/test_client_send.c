@@ -1,0 +1,210 @@
+/* test_client_send — a request's large inline data goes to the socket
+ * from the caller's buffer: it arrives byte-exact (as proto's own encoding
+ * of the same request), also when the socket takes it in small pieces, and
+ * sending it costs the client no memory the size of the payload. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+#include <pto/client.h>
+
+#include "fixture.h"
+#include "methods.h"
+
+#define PAYLOAD ((size_t)48 << 20)
+
+static struct {
+  char dir[64], path[96];
+  int listen_fd, fd;
+  pto_client_t *c;
+} f;
+static pto_error_t err;
+
+static void setup(void) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  tmkdtemp(f.dir, sizeof(f.dir));
+  snprintf(f.path, sizeof(f.path), "%s/fake.sock", f.dir);
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", f.path);
+  f.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(f.listen_fd, 0);
+  ck_assert_int_eq(bind(f.listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+  ck_assert_int_eq(listen(f.listen_fd, 4), 0);
+  ck_assert_msg(pto_client_connect(f.path, 1000, &f.c, &err) == 0, "%s", err.message);
+  f.fd = accept(f.listen_fd, NULL, NULL);
+  ck_assert_int_ge(f.fd, 0);
+}
+
+static void teardown(void) {
+  pto_client_close(f.c);
+  close(f.fd);
+  close(f.listen_fd);
+  trmtree(f.dir);
+}
+
+/* The fake daemon's reader: `want` bytes in reads of at most `piece`
+ * (sleeping now and then, so the client's socket fills and it writes in
+ * parts), kept in `got` when non-NULL. */
+typedef struct reader {
+  size_t want, piece, done;
+  uint8_t *got;
+  bool slow;
+} reader_t;
+
+static void *read_thread(void *arg) {
+  reader_t *r = arg;
+  static uint8_t sink[1 << 20];
+  while (r->done < r->want) {
+    size_t n = r->want - r->done < r->piece ? r->want - r->done : r->piece;
+    ssize_t got;
+    if (!r->got && n > sizeof(sink)) n = sizeof(sink);
+    got = read(f.fd, r->got ? r->got + r->done : sink, n);
+    if (got <= 0) break;
+    r->done += (size_t)got;
+    if (r->slow && (r->done / r->piece) % 512 == 0) {
+      struct timespec ts = {0, 200000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return NULL;
+}
+
+static uint8_t *payload(void) {
+  uint8_t *p = malloc(PAYLOAD);
+  ck_assert_ptr_nonnull(p);
+  for (size_t i = 0; i < PAYLOAD; i++) p[i] = (uint8_t)(i * 131 + (i >> 20));
+  return p;
+}
+
+/* A dispatch of "k" with [input(data), output(4), int(7)], as the client
+ * API and as proto's params. */
+static void dispatch_req(const uint8_t *data, pto_dispatch_arg_t args[3], pto_request_t *req,
+                         proto_arg_t pargs[3], proto_params_t *p) {
+  args[0] = pto_arg_input(data, PAYLOAD);
+  args[1] = pto_arg_output(4);
+  args[2] = pto_arg_int(7);
+  memset(req, 0, sizeof(*req));
+  req->method = PTO_METHOD_DISPATCH;
+  req->u.dispatch.program = "k";
+  req->u.dispatch.args = args;
+  req->u.dispatch.nargs = 3;
+  memset(pargs, 0, 3 * sizeof(*pargs));
+  pargs[0].kind = PTO_ARG_INPUT;
+  pargs[0].data.ptr = data;
+  pargs[0].data.len = PAYLOAD;
+  pargs[1].kind = PTO_ARG_OUTPUT;
+  pargs[1].bytes = 4;
+  pargs[2].kind = PTO_ARG_INT;
+  pargs[2].i = 7;
+  memset(p, 0, sizeof(*p));
+  p->dispatch.program = "k";
+  p->dispatch.args = pargs;
+  p->dispatch.nargs = 3;
+  proto_config_init(&p->dispatch.config);
+  p->dispatch.deadline_ms = PROTO_UNSET;
+}
+
+static void send_and_compare(size_t piece, bool slow) {
+  uint8_t *data = payload();
+  pto_dispatch_arg_t args[3];
+  proto_arg_t pargs[3];
+  pto_request_t req;
+  proto_params_t p;
+  msgpack_sbuffer want;
+  reader_t r = {.piece = piece, .slow = slow};
+  pthread_t t;
+  uint32_t msgid = 0;
+
+  dispatch_req(data, args, &req, pargs, &p);
+  msgpack_sbuffer_init(&want);
+  ck_assert_int_eq(proto_encode_request(&want, 1, (proto_method_t)PTO_METHOD_DISPATCH, &p), 0);
+  r.want = want.size;
+  r.got = malloc(want.size);
+  ck_assert_ptr_nonnull(r.got);
+  ck_assert_int_eq(pthread_create(&t, NULL, read_thread, &r), 0);
+  ck_assert_msg(pto_client_send(f.c, &req, 20000, &msgid, &err) == 0, "%s", err.message);
+  pthread_join(t, NULL);
+  ck_assert_uint_eq(msgid, 1);
+  ck_assert_uint_eq(r.done, want.size);
+  ck_assert_msg(memcmp(r.got, want.data, want.size) == 0, "the request's bytes differ");
+  pto_client_discard(f.c, msgid);
+  msgpack_sbuffer_destroy(&want);
+  free(r.got);
+  free(data);
+}
+
+START_TEST(large_inline_arg_arrives_byte_exact) {
+  send_and_compare(1 << 20, false);
+}
+END_TEST
+
+START_TEST(large_inline_arg_in_small_pieces) {
+  int small = 4096;
+  ck_assert_int_eq(setsockopt(f.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  send_and_compare(1000, true);
+}
+END_TEST
+
+static long thread_minflt(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_minflt;
+}
+
+/* 3 sends of 48 MiB: without the reference writer the encode buffer alone
+ * is 12288 pages to fault in. */
+START_TEST(sending_costs_no_memory_the_size_of_the_payload) {
+  uint8_t *data = payload();
+  pto_dispatch_arg_t args[3];
+  proto_arg_t pargs[3];
+  pto_request_t req;
+  proto_params_t p;
+  msgpack_sbuffer want;
+  size_t size;
+  long before, faults;
+
+  dispatch_req(data, args, &req, pargs, &p);
+  msgpack_sbuffer_init(&want); /* msgids 1..3 encode alike: one size for all */
+  ck_assert_int_eq(proto_encode_request(&want, 1, (proto_method_t)PTO_METHOD_DISPATCH, &p), 0);
+  size = want.size;
+  msgpack_sbuffer_destroy(&want);
+  before = thread_minflt();
+  for (int i = 0; i < 3; i++) {
+    reader_t r = {.want = size, .piece = 1 << 20};
+    pthread_t t;
+    uint32_t msgid = 0;
+    ck_assert_int_eq(pthread_create(&t, NULL, read_thread, &r), 0);
+    ck_assert_msg(pto_client_send(f.c, &req, 20000, &msgid, &err) == 0, "%s", err.message);
+    pthread_join(t, NULL);
+    ck_assert_uint_eq(r.done, size);
+    pto_client_discard(f.c, msgid);
+  }
+  faults = thread_minflt() - before;
+  ck_assert_msg(faults < 500, "3 sends of 48 MiB took %ld page faults in the client's thread",
+                faults);
+  free(data);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("client_send");
+  TCase *tc = tcase_create("send");
+  tcase_set_timeout(tc, 60);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, large_inline_arg_arrives_byte_exact);
+  tcase_add_test(tc, large_inline_arg_in_small_pieces);
+  tcase_add_test(tc, sending_costs_no_memory_the_size_of_the_payload);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
