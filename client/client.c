@@ -201,7 +201,7 @@ void pto_client_close(pto_client_t *c) {
   free(c->slots);
   rxbuf_destroy(&c->rx);
   msgpack_sbuffer_destroy(&c->out.sb);
-  free(c->out.refs);
+  proto_refbuf_free(&c->out.refs);
   free(c->out.iov);
   pto_result_free(c->error_dfx);
   free(c);

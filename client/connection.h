@@ -23,6 +23,7 @@
 #include "client_internal.h"
 #include "paths.h"
 #include "reader.h"
+#include "refbuf.h"
 
 typedef enum slot_state { SLOT_SENT, SLOT_DONE, SLOT_DISCARDED } slot_state_t;
 
@@ -36,20 +37,12 @@ typedef struct slot {
   pto_error_t *err; /* SLOT_DONE, rc < 0 */
 } slot_t;
 
-/* A large bin body sent from where it lies: it goes before the encoded
- * byte at `at` (send.c). */
-typedef struct send_ref {
-  size_t at;
-  const char *ptr;
-  size_t len;
-} send_ref_t;
-
-/* The request being sent: its encoded bytes, the bodies between them, and
- * the iovecs of both (kept between requests, grown as needed). */
+/* The request being sent: its encoded bytes, the large bodies sent from
+ * where they lie between them (refs.sb is &sb), and the iovecs of both
+ * (kept between requests, grown as needed). */
 typedef struct send_out {
   msgpack_sbuffer sb;
-  send_ref_t *refs;
-  size_t nrefs, refs_cap;
+  proto_refbuf_t refs;
   struct iovec *iov;
   size_t iov_cap;
 } send_out_t;

@@ -3,7 +3,7 @@
  *
  * A request's large byte strings (a dispatch's inline input, buffer.write's
  * data) are not copied into the encode buffer: msgpack's write callback
- * records every piece of at least SEND_REF_MIN bytes as a reference, and
+ * records every piece of at least PROTO_REF_MIN bytes as a reference (proto/refbuf.h), and
  * the request goes out as one sendmsg() of [encoded piece, payload,
  * encoded piece, ...].  msgpack-c writes headers from a few bytes on its
  * stack, so a piece that long is always a body in the params' memory —
@@ -20,26 +20,11 @@
 #include "connection.h"
 #include "rpc.h"
 
-#define SEND_REF_MIN ((size_t)64 * 1024)
 #ifndef IOV_MAX
 #define IOV_MAX 1024
 #endif
 
 /* --- encoding ------------------------------------------------------------- */
-
-static int ref_write(void *data, const char *buf, size_t len) {
-  send_out_t *o = data;
-  if (len < SEND_REF_MIN) return msgpack_sbuffer_write(&o->sb, buf, len);
-  if (o->nrefs == o->refs_cap) {
-    size_t cap = o->refs_cap ? o->refs_cap * 2 : 4;
-    send_ref_t *grown = realloc(o->refs, cap * sizeof(*grown));
-    if (!grown) return -1;
-    o->refs = grown;
-    o->refs_cap = cap;
-  }
-  o->refs[o->nrefs++] = (send_ref_t){.at = o->sb.size, .ptr = buf, .len = len};
-  return 0;
-}
 
 /* Encode the request into c->out: the sbuffer's bytes and the references
  * between them.  Returns 0 or < 0 (out of memory, a bad method). */
@@ -48,8 +33,9 @@ static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
   msgpack_packer pk;
   int rc;
   msgpack_sbuffer_clear(&c->out.sb);
-  c->out.nrefs = 0;
-  msgpack_packer_init(&pk, &c->out, ref_write);
+  c->out.refs.sb = &c->out.sb;
+  c->out.refs.n = 0;
+  msgpack_packer_init(&pk, &c->out.refs, proto_refbuf_write);
   rc = proto_pack_request_begin(&pk, msgid, proto_method_name(method));
   return rc < 0 ? rc : proto_params_pack(&pk, method, params);
 }
@@ -57,20 +43,14 @@ static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
 /* The encoded request as iovecs in c->out.iov (pointing into the sbuffer,
  * so made once encoding is done); returns their count or -1. */
 static int make_iov(send_out_t *o) {
-  size_t need = 2 * o->nrefs + 1, from = 0, n = 0;
+  size_t need = proto_refbuf_iov_max(&o->refs);
   if (need > o->iov_cap) {
     struct iovec *grown = realloc(o->iov, need * sizeof(*grown));
     if (!grown) return -1;
     o->iov = grown;
     o->iov_cap = need;
   }
-  for (size_t i = 0; i < o->nrefs; i++) {
-    if (o->refs[i].at > from) o->iov[n++] = (struct iovec){o->sb.data + from, o->refs[i].at - from};
-    o->iov[n++] = (struct iovec){(void *)(uintptr_t)o->refs[i].ptr, o->refs[i].len};
-    from = o->refs[i].at;
-  }
-  if (o->sb.size > from) o->iov[n++] = (struct iovec){o->sb.data + from, o->sb.size - from};
-  return (int)n;
+  return (int)proto_refbuf_iov(&o->refs, o->iov);
 }
 
 /* --- writing -------------------------------------------------------------- */
@@ -148,7 +128,7 @@ static int send_encoded(pto_client_t *c, uint32_t msgid, proto_method_t method,
   c->slots[c->nslots - 1].decode = decode;
 
   rc = conn_write(c, c->out.iov, (size_t)niov, pass_fd, deadline, &written);
-  c->out.nrefs = 0; /* the caller's memory is its own again */
+  c->out.refs.n = 0; /* the caller's memory is its own again */
   if (c->out.sb.alloc > CLIENT_KEEP_MAX) { /* kept up to it, for the next large request */
     msgpack_sbuffer_destroy(&c->out.sb);
     msgpack_sbuffer_init(&c->out.sb);

@@ -64,13 +64,13 @@ static void encode_result(req_t *req, const proto_result_t *result) {
   encode_result_as(req, req->method, result);
 }
 
-/* A dispatch's answer: outputs of ANSWER_REF_MIN bytes or more are written
+/* A dispatch's answer: outputs of PROTO_REF_MIN bytes or more are written
  * to the socket from the staging area (the sim device's memory is host
  * memory), which is lent to the answer until then; smaller ones are
  * copied into the message. */
 static void encode_dispatch_result(req_t *req, const proto_result_t *result, uint64_t out_bytes) {
   staging_t *st = &req->d->staging;
-  if (out_bytes >= ANSWER_REF_MIN && st->mem) {
+  if (out_bytes >= PROTO_REF_MIN && st->mem) {
     const char *lo = st->mem;
     if (answer_encode(&req->response, &req->refs, req->msgid, PROTO_M_DISPATCH, result, lo,
                       lo + st->bytes) == 0 &&

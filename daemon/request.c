@@ -66,7 +66,7 @@ static void req_finish(req_t *req) {
   for (uint32_t i = 0; i < req->nshm_refs; i++) shm_release(req->shm_refs[i]);
   msgpack_unpacked_destroy(&req->unpacked);
   msgpack_sbuffer_destroy(&req->response);
-  answer_refs_free(&req->refs);
+  proto_refbuf_free(&req->refs);
   staging_give_back(req->lent);
   free(req->diagnostics_dir);
   srv_msg_done(req->conn, req->msg);

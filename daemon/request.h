@@ -56,7 +56,7 @@ typedef struct req {
    * byte strings sent by reference between them, and the staging area
    * lent to the answer that they lie in. */
   msgpack_sbuffer response;
-  answer_refs_t refs;
+  proto_refbuf_t refs;
   staging_area_t *lent;
   int result_code; /* PTO_OK or the error code answered */
 } req_t;
