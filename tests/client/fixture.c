@@ -301,3 +301,26 @@ int trun(const char *const *argv, const char *const *env, char **ret_out, char *
     free(sinks[1].buf);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+void tpeer_open(tpeer_t *p, pto_client_t **ret_client) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  pto_error_t err;
+  memset(p, 0, sizeof(*p));
+  tmkdtemp(p->dir, sizeof(p->dir));
+  snprintf(p->path, sizeof(p->path), "%s/fake.sock", p->dir);
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", p->path);
+  p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (p->listen_fd < 0 || bind(p->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+      listen(p->listen_fd, 4) != 0)
+    ck_abort_msg("fake daemon socket '%s': %s", p->path, strerror(errno));
+  /* connect() completes from the backlog, before the accept. */
+  if (pto_client_connect(p->path, 1000, ret_client, &err) != 0) ck_abort_msg("%s", err.message);
+  p->fd = accept(p->listen_fd, NULL, NULL);
+  if (p->fd < 0) ck_abort_msg("accept: %s", strerror(errno));
+}
+
+void tpeer_close(tpeer_t *p) {
+  close(p->fd);
+  close(p->listen_fd);
+  trmtree(p->dir);
+}

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <pto/client.h>
+
 typedef struct tdaemon {
   pid_t pid;        /* 0 once stopped */
   char dir[64];     /* the daemon's temporary directory */
@@ -30,6 +32,16 @@ void tdaemon_start(tdaemon_t *d, const char *const *overrides);
 void tdaemon_stop(tdaemon_t *d);
 /* SIGKILL and reap it (the directory stays until tdaemon_stop). */
 void tdaemon_kill(tdaemon_t *d);
+
+/* A socket the test itself answers on (a scripted daemon) and the client
+ * connected to it: fd is the test's end of the connection.  Close with
+ * tpeer_close (after pto_client_close). */
+typedef struct tpeer {
+  char dir[64], path[96];
+  int listen_fd, fd;
+} tpeer_t;
+void tpeer_open(tpeer_t *p, pto_client_t **ret_client);
+void tpeer_close(tpeer_t *p);
 
 /* A temporary directory (mkdtemp) for test files; remove with trmtree. */
 void tmkdtemp(char *buf, size_t len);

@@ -22,31 +22,18 @@
 #define PAYLOAD ((size_t)48 << 20)
 
 static struct {
-  char dir[64], path[96];
-  int listen_fd, fd;
+  tpeer_t peer;
   pto_client_t *c;
 } f;
 static pto_error_t err;
 
 static void setup(void) {
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
-  tmkdtemp(f.dir, sizeof(f.dir));
-  snprintf(f.path, sizeof(f.path), "%s/fake.sock", f.dir);
-  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", f.path);
-  f.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ck_assert_int_ge(f.listen_fd, 0);
-  ck_assert_int_eq(bind(f.listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-  ck_assert_int_eq(listen(f.listen_fd, 4), 0);
-  ck_assert_msg(pto_client_connect(f.path, 1000, &f.c, &err) == 0, "%s", err.message);
-  f.fd = accept(f.listen_fd, NULL, NULL);
-  ck_assert_int_ge(f.fd, 0);
+  tpeer_open(&f.peer, &f.c);
 }
 
 static void teardown(void) {
   pto_client_close(f.c);
-  close(f.fd);
-  close(f.listen_fd);
-  trmtree(f.dir);
+  tpeer_close(&f.peer);
 }
 
 /* The fake daemon's reader: `want` bytes in reads of at most `piece`
@@ -65,7 +52,7 @@ static void *read_thread(void *arg) {
     size_t n = r->want - r->done < r->piece ? r->want - r->done : r->piece;
     ssize_t got;
     if (!r->got && n > sizeof(sink)) n = sizeof(sink);
-    got = read(f.fd, r->got ? r->got + r->done : sink, n);
+    got = read(f.peer.fd, r->got ? r->got + r->done : sink, n);
     if (got <= 0) break;
     r->done += (size_t)got;
     if (r->slow && (r->done / r->piece) % 512 == 0) {
@@ -154,7 +141,7 @@ END_TEST
 
 START_TEST(large_inline_arg_in_small_pieces) {
   int small = 4096;
-  ck_assert_int_eq(setsockopt(f.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+  ck_assert_int_eq(setsockopt(f.peer.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
   send_and_compare(1000, true);
 }
 END_TEST

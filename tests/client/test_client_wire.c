@@ -28,8 +28,7 @@
 /* --- the scripted daemon ---------------------------------------------------- */
 
 typedef struct fake {
-  char dir[64], path[96];
-  int listen_fd, fd; /* fd: the client's connection, accepted */
+  tpeer_t peer; /* peer.fd: the client's connection, accepted */
   pto_client_t *c;
   uint8_t in[1 << 16]; /* request bytes read and not yet framed */
   size_t in_len;
@@ -42,19 +41,8 @@ static pto_error_t err;
 static char text[4096];
 
 static void setup(void) {
-  struct sockaddr_un addr = {.sun_family = AF_UNIX};
   memset(&f, 0, sizeof(f));
-  tmkdtemp(f.dir, sizeof(f.dir));
-  snprintf(f.path, sizeof(f.path), "%s/fake.sock", f.dir);
-  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", f.path);
-  f.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ck_assert_int_ge(f.listen_fd, 0);
-  ck_assert_int_eq(bind(f.listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-  ck_assert_int_eq(listen(f.listen_fd, 4), 0);
-  /* connect() completes from the backlog, before the accept. */
-  ck_assert_msg(pto_client_connect(f.path, 1000, &f.c, &err) == 0, "%s", err.message);
-  f.fd = accept(f.listen_fd, NULL, NULL);
-  ck_assert_int_ge(f.fd, 0);
+  tpeer_open(&f.peer, &f.c);
 }
 
 static void fake_join(void) {
@@ -65,9 +53,7 @@ static void fake_join(void) {
 static void teardown(void) {
   fake_join();
   pto_client_close(f.c);
-  close(f.fd);
-  close(f.listen_fd);
-  trmtree(f.dir);
+  tpeer_close(&f.peer);
 }
 
 /* The next request the client sent, as text ("[0, 1, \"ping\", []]"). */
@@ -76,11 +62,11 @@ static const char *fake_request(void) {
   size_t len = 0;
   proto_reader_init(&r, sizeof(f.in));
   for (;;) {
-    struct pollfd p = {.fd = f.fd, .events = POLLIN};
+    struct pollfd p = {.fd = f.peer.fd, .events = POLLIN};
     ssize_t n;
     if (f.in_len && proto_reader_feed(&r, f.in, f.in_len, &len, NULL) == 1) break;
     ck_assert_msg(poll(&p, 1, 5000) == 1, "no request came within 5 s");
-    n = read(f.fd, f.in + f.in_len, sizeof(f.in) - f.in_len);
+    n = read(f.peer.fd, f.in + f.in_len, sizeof(f.in) - f.in_len);
     ck_assert_int_gt(n, 0);
     f.in_len += (size_t)n;
   }
@@ -92,7 +78,7 @@ static const char *fake_request(void) {
 
 /* Whether the client has sent nothing more. */
 static bool fake_quiet(void) {
-  struct pollfd p = {.fd = f.fd, .events = POLLIN};
+  struct pollfd p = {.fd = f.peer.fd, .events = POLLIN};
   return f.in_len == 0 && poll(&p, 1, 0) == 0;
 }
 
@@ -117,7 +103,7 @@ static void fake_answer(const char *fmt, ...) {
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   sb = mb_build(buf);
-  write_all(f.fd, sb.data, sb.size);
+  write_all(f.peer.fd, sb.data, sb.size);
   msgpack_sbuffer_destroy(&sb);
 }
 
@@ -161,7 +147,7 @@ static void fake_answer_async(msgpack_sbuffer sb) {
   write_job_t *j = malloc(sizeof(*j));
   ck_assert_ptr_nonnull(j);
   fake_join();
-  j->fd = f.fd;
+  j->fd = f.peer.fd;
   j->sb = sb;
   ck_assert_int_eq(pthread_create(&f.writer, NULL, write_thread, j), 0);
   f.writing = true;
