@@ -180,7 +180,9 @@ START_TEST(sending_costs_no_memory_the_size_of_the_payload) {
     pto_client_discard(f.c, msgid);
   }
   faults = thread_minflt() - before;
-  ck_assert_msg(faults < 500, "3 sends of 48 MiB took %ld page faults in the client's thread",
+  /* A copy of each would fault 3 x 12288 pages; ThreadSanitizer's own
+   * shadow memory adds about a thousand. */
+  ck_assert_msg(faults < 3000, "3 sends of 48 MiB took %ld page faults in the client's thread",
                 faults);
   free(data);
 }
