@@ -19,9 +19,6 @@
 /* The device thread spins after a job only if that job was admitted
  * within this many spin windows of the previous one's end. */
 #define DSP_SPIN_GAP_FACTOR 2u
-/* A device thread asleep longer than this is woken on the loop's CPU (see
- * place_device_thread). */
-#define DSP_LONG_SLEEP_NS 1000000u
 
 /* A connection's turn on the device: one job, and more of its queued jobs
  * while they start within this time of the turn's first (job_queue_t). */
@@ -77,10 +74,6 @@ struct dsp {
   /* The device thread sleeps on `wake` (under the lock): admit signals
    * only then. */
   bool device_sleeping;
-  uint64_t device_slept_at_ns; /* under the lock */
-  /* Set (under the lock) when admit moved the sleeping device thread to
-   * its own CPU; the device thread clears it and restores its CPUs. */
-  atomic_bool device_placed;
   /* Loop thread only. */
   uint32_t inflight;        /* admitted, completion not yet run */
   uint64_t poll_until_ns;
@@ -238,8 +231,6 @@ static void __attribute__((noinline)) warm_thread(void) {
 static void *device_thread(void *arg) {
   dsp_t *dsp = arg;
   uint64_t last_end_ns = 0, gap_ns = UINT64_MAX; /* see spin_for_job */
-  cpu_set_t own_cpus; /* as started (systemd's CPUAffinity=, taskset) */
-  bool have_cpus = pthread_getaffinity_np(pthread_self(), sizeof own_cpus, &own_cpus) == 0;
   pthread_setname_np(pthread_self(), "ptod-device");
   warm_thread();
   pthread_mutex_lock(&dsp->lock);
@@ -252,7 +243,6 @@ static void *device_thread(void *arg) {
     }
     while (!dsp->queued.count && !dsp->stopping) {
       dsp->device_sleeping = true;
-      dsp->device_slept_at_ns = dsp_now_ns();
       pthread_cond_wait(&dsp->wake, &dsp->lock);
       dsp->device_sleeping = false;
     }
@@ -274,8 +264,6 @@ static void *device_thread(void *arg) {
     }
     last_end_ns = dsp_now_ns();
     finish(dsp, job, last_end_ns); /* the loop may free the job from here on */
-    if (atomic_exchange(&dsp->device_placed, false) && have_cpus)
-      (void)pthread_setaffinity_np(pthread_self(), sizeof own_cpus, &own_cpus);
 
     pthread_mutex_lock(&dsp->lock);
     dsp->running = false;
@@ -376,25 +364,6 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   return 0;
 }
 
-/* Loop thread, under the lock, before waking a device thread that slept
- * long: let it run only on this CPU for its next job.  After an idle time
- * the other vCPU of a virtual machine is halted, and the kernel's choice
- * of it (idle, so "free") cost ~100 us a wake-up here, more than the
- * dispatch; on this CPU the device thread runs as soon as the loop yields
- * (it polls for the completion).  The device thread takes its own CPUs
- * back after the job, so a stream of dispatches spreads as before. */
-static void place_device_thread(dsp_t *dsp, uint64_t now) {
-  cpu_set_t here;
-  int cpu;
-  if (now - dsp->device_slept_at_ns < DSP_LONG_SLEEP_NS || atomic_load(&dsp->device_placed)) return;
-  cpu = sched_getcpu();
-  if (cpu < 0) return;
-  CPU_ZERO(&here);
-  CPU_SET(cpu, &here);
-  if (pthread_setaffinity_np(dsp->thread, sizeof here, &here) == 0)
-    atomic_store(&dsp->device_placed, true);
-}
-
 static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
   bool wake = false;
   int rc = 0;
@@ -408,7 +377,6 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     queue_push(&dsp->queued, job);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     wake = dsp->device_sleeping;
-    if (wake) place_device_thread(dsp, job->admitted_ns);
   }
   pthread_mutex_unlock(&dsp->lock);
   /* Signalled after unlocking: woken at once, the device thread would
