@@ -202,7 +202,7 @@ class Client:
         self._packer = msgpack.Packer(use_bin_type=True)  # used under _send_lock
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
         self._fed = 0  # bytes fed to the unpacker: all used when its tell() says as much
-        self._inbox: Deque[Any] = collections.deque()  # messages read, not yet handled
+        self._inbox: List[Any] = []  # messages read, not yet handled (the read role's)
         self._rbuf = bytearray(_RECV_SIZE)
         self._rview = memoryview(self._rbuf)
         self._sock = self._connect(connect_timeout)
@@ -437,6 +437,9 @@ class Client:
                         if self._failure is not None:
                             del self._pending[msgid]
                             raise self._call_failure(method, msgid)
+                        if not expired and not self._reading:
+                            self._reading = held = True
+                            break
                         left = _left(deadline)
                         if expired or (left is not None and left <= 0):
                             del self._pending[msgid]
@@ -447,9 +450,6 @@ class Client:
                                 "that a dispatch never starts late); this connection stays "
                                 "usable and the late answer will be discarded."
                                 % (method, msgid, self.socket_path))
-                        if not self._reading:
-                            self._reading = held = True
-                            break
                         self._waiting += 1
                         try:
                             self._cond.wait(left)
@@ -457,7 +457,10 @@ class Client:
                             self._waiting -= 1
                 finally:
                     lock.release()
-                expired = not self._pump(deadline)
+                step = "again"
+                while step == "again":
+                    step = self._read(deadline, wait=True)
+                expired = step == "timeout"
         finally:
             if held:
                 with lock:
@@ -525,21 +528,15 @@ class Client:
         """Give up the read role: handle what it read, wake the waiters
         (lock held)."""
         inbox = self._inbox
-        while inbox and self._failure is None:  # nothing after the end counts
-            self._handle(inbox.popleft())
-        inbox.clear()
+        if inbox:
+            for msg in inbox:
+                if self._failure is not None:
+                    break  # nothing after the end counts
+                self._handle(msg)
+            inbox.clear()
         self._reading = False
         if self._waiting:
             self._cond.notify_all()
-
-    def _pump(self, deadline):
-        """Read until a message is in the inbox or the connection failed
-        (True), or the deadline passed (False).  Only the thread holding the
-        read role calls this."""
-        while True:
-            step = self._read(deadline, wait=True)
-            if step != "again":
-                return step != "timeout"
 
     def _read(self, deadline, wait):
         """One read (read role held): wait for data until the deadline
@@ -547,22 +544,21 @@ class Client:
         and put every message it completes into the inbox ("message";
         "again" when none, or when the wait ended early); a broken stream
         fails the connection ("failed")."""
-        sock = self._sock
-        if wait and sock.fileno() >= 0:
-            if deadline is None:
-                ms = -1
-            else:
-                left = deadline - time.monotonic()
-                if left <= 0:
+        if wait:
+            ms = None
+            if deadline is not None:
+                ms = (deadline - time.monotonic()) * 1000  # poll() rounds it up
+                if ms <= 0:
                     return "timeout"
-                ms = max(1, math.ceil(left * 1000))
+            # A socket closed meanwhile (close()) shows as POLLNVAL, then
+            # fails recv_into.
             try:
                 if not self._poller.poll(ms):
                     return "again"  # timed out, or woken early: the caller looks again
             except InterruptedError:
                 return "again"
         try:
-            n = sock.recv_into(self._rbuf)
+            n = self._sock.recv_into(self._rbuf)
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
@@ -886,7 +882,7 @@ def _dispatch_params(program, args, config, deadline_ms, client):
         raise ValueError("program must be a non-empty str, got %r." % (program,))
     wire, largest = _encode_args_sized(args, client)
     params = {"program": program, "args": wire}
-    cfg = as_config(config)
+    cfg = as_config(config) if config is not None else None
     if cfg is not None:
         wire_config = cfg.to_wire()
         if wire_config:
