@@ -214,7 +214,8 @@ def _encode_args_sized(args, client=None):
     """encode_args, and the size of the largest inline data among them (what
     decides whether the request is sent from the caller's memory, see
     ptoclient.wire)."""
-    if type(args) is not list and type(args) is not tuple:
+    kind = type(args)
+    if kind is not list and kind is not tuple:
         if args is None:
             return [], 0
         if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):

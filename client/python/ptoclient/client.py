@@ -65,7 +65,7 @@ DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
 SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
 _RECV_SIZE = 256 << 10     # what one read takes; a Unix socket rarely holds more
-_MSGID_LIMIT = 1 << 32
+_MSGID_MAX = (1 << 32) - 1
 _UNSET = object()
 _IOV_MAX = 64                # buffers per sendmsg, well under Linux's 1024
 _region_ids = itertools.count(1)  # region names: unique in this process
@@ -319,8 +319,8 @@ class Client:
         (lock held)."""
         msgid = self._next_id
         while msgid in self._pending or msgid in self._abandoned:
-            msgid = msgid + 1 if msgid + 1 < _MSGID_LIMIT else 1
-        self._next_id = msgid + 1 if msgid + 1 < _MSGID_LIMIT else 1
+            msgid = msgid + 1 if msgid < _MSGID_MAX else 1
+        self._next_id = msgid + 1 if msgid < _MSGID_MAX else 1
         return msgid
 
     def _write(self, msgid, method, params, deadline, fd, bulk):
@@ -337,7 +337,7 @@ class Client:
         try:
             try:
                 if bulk:
-                    parts = pack_request_parts(msgid, method, params)
+                    parts = pack_request_parts(self._packer, msgid, method, params)
                 else:
                     parts = [pack_request(self._packer, msgid, method, params)]
             except BaseException:

@@ -140,19 +140,22 @@ class Wire(unittest.TestCase):
     """Requests with large values go out as parts: msgpack's bytes, with the
     large values themselves in between (sent from where they lie)."""
 
+    def setUp(self):
+        self.packer = msgpack.Packer(use_bin_type=True)
+
     def parts(self, params):
-        parts = pack_request_parts(7, "dispatch", params)
+        parts = pack_request_parts(self.packer, 7, "dispatch", params)
         self.assertEqual(b"".join(parts), msgpack.packb([0, 7, "dispatch", [params]]))
         return parts
 
     def test_small_requests_are_one_part(self):
         self.assertEqual(len(self.parts({"program": "noop", "args": [{"scalar": 1}]})), 1)
-        self.assertEqual(pack_request_parts(1, "ping", None), [msgpack.packb([0, 1, "ping", []])])
+        self.assertEqual(pack_request_parts(self.packer, 1, "ping", None),
+                         [msgpack.packb([0, 1, "ping", []])])
         small = b"x" * (BULK_MIN - 1)
         self.assertEqual(len(self.parts({"args": [{"data": small}]})), 1)
-        packer = msgpack.Packer(use_bin_type=True)
         params = {"program": "noop", "args": [{"data": small}]}
-        self.assertEqual(pack_request(packer, 7, "dispatch", params),
+        self.assertEqual(pack_request(self.packer, 7, "dispatch", params),
                          b"".join(self.parts(params)))
 
     def test_large_values_are_not_copied(self):
@@ -180,9 +183,11 @@ class Wire(unittest.TestCase):
     def test_what_msgpack_refuses_is_refused(self):
         strided = memoryview(bytes(2 * BULK_MIN))[::2]
         with self.assertRaises(BufferError):
-            pack_request_parts(1, "x", {"data": strided})
+            pack_request_parts(self.packer, 1, "x", {"data": strided})
         with self.assertRaises(TypeError):
-            pack_request_parts(1, "x", {"data": object()})
+            pack_request_parts(self.packer, 1, "x", {"data": object()})
+        # and the packer is left as it was
+        self.parts({"program": "noop", "args": [{"data": bytes(BULK_MIN)}]})
 
 
 class DispatchParams(unittest.TestCase):
