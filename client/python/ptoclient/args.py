@@ -11,12 +11,13 @@
                                        bytes of a shared-memory region (ptoclient.shm)
 
 Data accepts bytes, bytearray, memoryview, array.array, NumPy arrays or
-anything else with the buffer protocol, without copying it: the request is
-encoded straight from the caller's memory when it is sent, so do not change
-it until the call that sends it has returned.  (Only memory that is not
-contiguous is copied, once, at construction.)  A plain bytes-like argument is
-a host input (Data(x)); a dict is sent as a raw wire argument, unchanged (for
-forms this client does not know yet).
+anything else with the buffer protocol, without copying it: data of 64 KiB
+or more is written to the socket straight from the caller's memory
+(ptoclient.wire), smaller data is packed into the request when it is sent,
+so do not change it until the call that sends it has returned.  (Only
+memory that is not contiguous is copied, once, at construction.)  A plain
+bytes-like argument is a host input (Data(x)); a dict is sent as a raw wire
+argument, unchanged (for forms this client does not know yet).
 
 The result's ``outputs`` has one entry per argument: bytes for Data(inout)
 and Out arguments, None for the others.  f32() and from_f32() convert
@@ -24,7 +25,7 @@ between float sequences and little-endian f32 bytes.
 """
 
 import array
-from typing import Any, Iterable
+from typing import Any, Callable, Dict, Iterable
 import struct
 import sys
 
@@ -65,6 +66,8 @@ def _to_bytes(data, what):
     if not view.c_contiguous:
         with view:
             return view.tobytes()
+    if view.nbytes == 0:
+        return b""  # cast() refuses views with a 0 in their shape
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view.toreadonly()
@@ -156,6 +159,9 @@ class Scalar:
 def encode_arg(arg, index=None, client=None):
     """One argument -> its wire map (see the module docstring).  client:
     the connection it is for, which a region argument must belong to."""
+    to_wire = _TO_WIRE.get(type(arg))
+    if to_wire is not None:
+        return to_wire(arg)
     where = "" if index is None else "args[%d]: " % index
     if isinstance(arg, Region):
         arg = arg.arg()
@@ -193,14 +199,42 @@ def _has_buffer(obj):
         return False
 
 
+# The argument classes by exact type: the common case costs one lookup.
+_TO_WIRE: Dict[type, Callable[[Any], Dict[str, Any]]] = {
+    Buffer: Buffer.to_wire, Data: Data.to_wire, Out: Out.to_wire, Scalar: Scalar.to_wire}
+
+
 def encode_args(args, client=None):
     """A sequence of arguments -> the wire ``args`` list (client: as for
     encode_arg)."""
-    if args is None:
-        return []
-    if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
-        raise TypeError("args must be a list of arguments, got %s." % type(args).__name__)
-    return [encode_arg(a, i, client) for i, a in enumerate(args)]
+    return _encode_args_sized(args, client)[0]
+
+
+def _encode_args_sized(args, client=None):
+    """encode_args, and the size of the largest inline data among them (what
+    decides whether the request is sent from the caller's memory, see
+    ptoclient.wire)."""
+    kind = type(args)
+    if kind is not list and kind is not tuple:
+        if args is None:
+            return [], 0
+        if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
+            raise TypeError("args must be a list of arguments, got %s." % type(args).__name__)
+    wire = []
+    largest = 0
+    for arg in args:
+        if type(arg) is int and _INT64_MIN <= arg <= _UINT64_MAX:
+            wire.append({"scalar": arg})
+            continue
+        arg = encode_arg(arg, len(wire), client)
+        wire.append(arg)
+        data = arg.get("data") if type(arg) is dict else None
+        if data is not None and type(data) in _BYTES_LIKE and len(data) > largest:
+            largest = len(data)
+    return wire, largest
+
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
 def f32(values: Iterable[float]) -> bytes:

@@ -51,11 +51,12 @@ import time
 
 import msgpack
 
-from .args import encode_args, _to_bytes
+from .args import _encode_args_sized, _to_bytes
 from .shm import BYTES_MAX, Region, ShmArg, fd_ancillary, make_memfd
 from .config import as_config
 from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
 from .where import check_where
+from .wire import BULK_MIN, pack_request, pack_request_parts
 from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
                      Unsupported, error_from_wire)
 
@@ -63,9 +64,10 @@ __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
 SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
-_RECV_SIZE = 1 << 20
-_MSGID_LIMIT = 1 << 32
+_RECV_SIZE = 256 << 10     # what one read takes; a Unix socket rarely holds more
+_MSGID_MAX = (1 << 32) - 1
 _UNSET = object()
+_IOV_MAX = 64                # buffers per sendmsg, well under Linux's 1024
 _region_ids = itertools.count(1)  # region names: unique in this process
 
 
@@ -108,7 +110,12 @@ def _is_socket(path):
         return False
 
 
+_SECONDS = (float, int)
+
+
 def _deadline(timeout):
+    if type(timeout) in _SECONDS and 0 <= timeout < math.inf:
+        return time.monotonic() + timeout  # the common case, checked in one go
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float, type(None))) \
             or (timeout is not None and (timeout < 0 or math.isnan(timeout))):
         raise ValueError("timeout must be a number of seconds >= 0 (math.inf or None: no limit), "
@@ -116,6 +123,18 @@ def _deadline(timeout):
     if timeout is None or math.isinf(timeout):
         return None
     return time.monotonic() + timeout
+
+
+def _advance(parts, sent):
+    """The buffers `parts` less their first `sent` bytes (fewer than all)."""
+    i = 0
+    while sent >= len(parts[i]):
+        sent -= len(parts[i])
+        i += 1
+    rest = parts[i:]
+    if sent:
+        rest[0] = memoryview(rest[0])[sent:]
+    return rest
 
 
 def _left(deadline):
@@ -166,7 +185,9 @@ class Client:
         self.where: Optional[Tuple[Any, Any]] = None  # the daemon's (device, platform), once check_where asked
         self.timeout = timeout
         self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)  # (method, params), except "error"
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()  # guards the state below; _cond waits on it
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0  # threads in _cond.wait: nobody to notify when 0
         self._send_lock = threading.Lock()
         self._pending: Dict[int, str] = {}  # msgid -> method, sent and not yet collected
         self._results: Dict[int, Tuple[Any, Any]] = {}  # msgid -> (error, result), answered and not yet collected
@@ -178,8 +199,15 @@ class Client:
         self._next_id = 1
         self._features: Optional[List[str]] = None  # ping's, once asked
         self._regions: Set[str] = set()  # names of this connection's open regions
+        self._packer = msgpack.Packer(use_bin_type=True)  # used under _send_lock
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
+        self._fed = 0  # bytes fed to the unpacker: all used when its tell() says as much
+        self._inbox: List[Any] = []  # messages read, not yet handled (the read role's)
+        self._rbuf = bytearray(_RECV_SIZE)
+        self._rview = memoryview(self._rbuf)
         self._sock = self._connect(connect_timeout)
+        self._poller = select.poll()  # the read role's, on the socket for POLLIN
+        self._poller.register(self._sock.fileno(), select.POLLIN)
 
     # ---- connection -----------------------------------------------------
 
@@ -221,7 +249,7 @@ class Client:
     def close(self) -> None:
         """Close the connection; pending calls (in other threads) get
         ConnectionLost.  Idempotent."""
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
@@ -232,7 +260,7 @@ class Client:
     @property
     def closed(self):
         """True once the connection can no longer be used."""
-        with self._cond:
+        with self._lock:
             return self._failure is not None
 
     def __enter__(self):
@@ -245,6 +273,13 @@ class Client:
         return "Client(%r)" % self.socket_path
 
     # ---- low level: send, result, call -----------------------------------
+    #
+    # A call costs a few microseconds of Python on top of the daemon's
+    # round trip, and that is the figure bench_latency compares with the C
+    # client: the hot path takes each lock with acquire()/release() (half
+    # the cost of `with`), takes _lock twice per answer, and never asks the
+    # unpacker for a message it does not hold (a StopIteration costs as much
+    # as packing the request).
 
     def send(self, method: str, params: Any = None, timeout: Optional[float] = None) -> int:
         """Send one request; returns its msgid for result().
@@ -258,62 +293,77 @@ class Client:
         deadline = _deadline(self.timeout if timeout is None else timeout)
         return self._send(method, params, deadline)
 
-    def _send(self, method, params, deadline, fd=None):
-        """fd: passed with the request's first bytes (SCM_RIGHTS)."""
+    def _send(self, method, params, deadline, fd=None, bulk=False):
+        """fd: passed with the request's first bytes (SCM_RIGHTS).  bulk:
+        params may hold bytes-like values of BULK_MIN bytes or more, which
+        are then sent from where they lie rather than packed (see
+        ptoclient.wire)."""
         if not isinstance(method, str):
             raise TypeError("method must be a str, got %r." % (method,))
         if params is not None and not isinstance(params, dict):
             raise TypeError("params must be a dict (named parameters) or None, got %s."
                             % type(params).__name__)
-        with self._cond:
+        self._lock.acquire()
+        try:
             if self._failure is not None:
                 raise self._call_failure(method, None)
             msgid = self._alloc_id()
             self._pending[msgid] = method
-        try:
-            data = msgpack.packb([0, msgid, method, [] if params is None else [params]],
-                                 use_bin_type=True)
-        except BaseException:
-            with self._cond:
-                del self._pending[msgid]
-            raise
-        self._write(data, msgid, method, deadline, fd)
+        finally:
+            self._lock.release()
+        self._write(msgid, method, params, deadline, fd, bulk)
         return msgid
 
     def _alloc_id(self):
-        # uint32 msgids, skipping any still in use after a wrap.
-        while True:
-            msgid = self._next_id
-            self._next_id = self._next_id + 1 if self._next_id + 1 < _MSGID_LIMIT else 1
-            if msgid not in self._pending and msgid not in self._abandoned:
-                return msgid
+        """The next uint32 msgid, skipping any still in use after a wrap
+        (lock held)."""
+        msgid = self._next_id
+        while msgid in self._pending or msgid in self._abandoned:
+            msgid = msgid + 1 if msgid < _MSGID_MAX else 1
+        self._next_id = msgid + 1 if msgid < _MSGID_MAX else 1
+        return msgid
 
-    def _write(self, data, msgid, method, deadline, fd=None):
-        left = _left(deadline)
-        if not self._send_lock.acquire(timeout=-1 if left is None else max(0.0, left)):
-            with self._cond:
-                self._pending.pop(msgid, None)
-            raise CallTimeout("Could not send %s to ptod at %s within the timeout: other threads "
-                              "were still writing. Nothing was sent; the connection stays usable."
-                              % (method, self.socket_path))
-        view = memoryview(data)
-        off = 0
+    def _write(self, msgid, method, params, deadline, fd, bulk):
+        """Pack the request msgid and write it whole (as _send says)."""
+        if not self._send_lock.acquire(False):
+            left = _left(deadline)
+            if not self._send_lock.acquire(timeout=-1 if left is None else max(0.0, left)):
+                with self._lock:
+                    self._pending.pop(msgid, None)
+                raise CallTimeout("Could not send %s to ptod at %s within the timeout: other "
+                                  "threads were still writing. Nothing was sent; the connection "
+                                  "stays usable." % (method, self.socket_path))
+        off = total = 0
         try:
-            while off < len(view):
+            try:
+                if bulk:
+                    parts = pack_request_parts(self._packer, msgid, method, params)
+                else:
+                    parts = [pack_request(self._packer, msgid, method, params)]
+            except BaseException:
+                with self._lock:
+                    del self._pending[msgid]
+                raise
+            total = sum(len(part) for part in parts) if bulk else len(parts[0])
+            while off < total:
                 if self._send_error is not None or self._failure is not None:
                     return  # the connection is gone; result() says why
                 try:
-                    if fd is not None and off == 0:
-                        off += self._sock.sendmsg([view], fd_ancillary(fd), socket.MSG_NOSIGNAL)
+                    if len(parts) == 1 and (fd is None or off):
+                        sent = self._sock.send(parts[0], socket.MSG_NOSIGNAL)
                     else:
-                        off += self._sock.send(view[off:], socket.MSG_NOSIGNAL)
+                        ancillary = fd_ancillary(fd) if fd is not None and off == 0 else []
+                        sent = self._sock.sendmsg(parts[:_IOV_MAX], ancillary, socket.MSG_NOSIGNAL)
+                    off += sent
+                    if off < total:
+                        parts = _advance(parts, sent)
                     continue
                 except (BlockingIOError, InterruptedError):
                     pass
                 except OSError as exc:
                     # EPIPE / ECONNRESET: the daemon closed the connection, maybe
                     # after an error notification still waiting to be read.
-                    with self._cond:
+                    with self._lock:
                         self._send_error = exc
                     return
                 # The socket is full.  Keep reading answers meanwhile: a
@@ -321,12 +371,12 @@ class Client:
                 # requests, and both sides would wait for each other.
                 if self._drain():
                     continue
-                fd = self._sock.fileno()
-                with self._cond:
+                sock_fd = self._sock.fileno()
+                with self._lock:
                     events = select.POLLOUT if self._reading else select.POLLOUT | select.POLLIN
-                if fd < 0 or _wait_fd(fd, events, deadline):
+                if sock_fd < 0 or _wait_fd(sock_fd, events, deadline):
                     continue
-                with self._cond:
+                with self._lock:
                     self._pending.pop(msgid, None)
                     if off == 0:
                         raise CallTimeout("Could not send %s to ptod at %s within the timeout "
@@ -341,8 +391,8 @@ class Client:
         except BaseException:
             # Interrupted (e.g. KeyboardInterrupt) half-way through a message:
             # the stream can no longer be parsed by the daemon.
-            if 0 < off < len(view):
-                with self._cond:
+            if 0 < off < total:
+                with self._lock:
                     self._fail(ConnectionLost(
                         "The connection to ptod at %s was closed because sending a %s request "
                         "was interrupted half-way." % (self.socket_path, method)))
@@ -357,52 +407,73 @@ class Client:
         return self._result(msgid, deadline)
 
     def _result(self, msgid, deadline):
-        with self._cond:
-            method = self._pending.get(msgid)
-            if method is None:
-                raise ValueError("No pending call with msgid %r on this connection (already "
-                                 "collected, timed out, or never sent)." % (msgid,))
+        method = None
+        held = False  # this thread holds the read role
         expired = False
-        while True:
-            with self._cond:
-                while True:
-                    if msgid not in self._pending:
-                        raise ValueError("The call with msgid %d was collected by another thread."
-                                         % msgid)
-                    if msgid in self._results:
-                        error, result = self._results.pop(msgid)
-                        del self._pending[msgid]
-                        if error is not None:
-                            raise error_from_wire(error)
-                        return result
-                    if self._failure is not None:
-                        del self._pending[msgid]
-                        raise self._call_failure(method, msgid)
-                    left = _left(deadline)
-                    if expired or (left is not None and left <= 0):
-                        del self._pending[msgid]
-                        self._abandoned.add(msgid)
-                        raise CallTimeout(
-                            "No answer to %s (msgid %d) from ptod at %s within the timeout. The "
-                            "request may still run in the daemon (use deadline_ms so that a "
-                            "dispatch never starts late); this connection stays usable and the "
-                            "late answer will be discarded." % (method, msgid, self.socket_path))
-                    if not self._reading:
-                        self._reading = True
-                        break
-                    self._cond.wait(left)
-            try:
-                expired = not self._pump(deadline)
-            finally:
-                with self._cond:
-                    self._reading = False
-                    self._cond.notify_all()
+        lock = self._lock
+        try:
+            while True:
+                lock.acquire()
+                try:
+                    if held:
+                        held = False
+                        self._end_reading()
+                    while True:
+                        if method is None:
+                            method = self._pending.get(msgid)
+                            if method is None:
+                                raise ValueError("No pending call with msgid %r on this "
+                                                 "connection (already collected, timed out, or "
+                                                 "never sent)." % (msgid,))
+                        elif msgid not in self._pending:
+                            raise ValueError("The call with msgid %d was collected by another "
+                                             "thread." % msgid)
+                        if msgid in self._results:
+                            error, result = self._results.pop(msgid)
+                            del self._pending[msgid]
+                            if error is not None:
+                                raise error_from_wire(error)
+                            return result
+                        if self._failure is not None:
+                            del self._pending[msgid]
+                            raise self._call_failure(method, msgid)
+                        if not expired and not self._reading:
+                            self._reading = held = True
+                            break
+                        left = _left(deadline)
+                        if expired or (left is not None and left <= 0):
+                            del self._pending[msgid]
+                            self._abandoned.add(msgid)
+                            raise CallTimeout(
+                                "No answer to %s (msgid %d) from ptod at %s within the timeout. "
+                                "The request may still run in the daemon (use deadline_ms so "
+                                "that a dispatch never starts late); this connection stays "
+                                "usable and the late answer will be discarded."
+                                % (method, msgid, self.socket_path))
+                        self._waiting += 1
+                        try:
+                            self._cond.wait(left)
+                        finally:
+                            self._waiting -= 1
+                finally:
+                    lock.release()
+                step = "again"
+                while step == "again":
+                    step = self._read(deadline, wait=True)
+                expired = step == "timeout"
+        finally:
+            if held:
+                with lock:
+                    self._end_reading()
 
     def call(self, method: str, params: Any = None, timeout: Optional[float] = None) -> Any:
         """send() then result() under one timeout; for methods this client
         has no helper for yet."""
+        return self._call(method, params, timeout)
+
+    def _call(self, method, params, timeout, bulk=False):
         deadline = _deadline(self.timeout if timeout is None else timeout)
-        return self._result(self._send(method, params, deadline), deadline)
+        return self._result(self._send(method, params, deadline, None, bulk), deadline)
 
     def gather(self, msgids: Iterable[int], timeout: Optional[float] = None,
                return_exceptions: bool = False) -> List[Any]:
@@ -424,85 +495,108 @@ class Client:
         return out
 
     # ---- reading ------------------------------------------------------
+    #
+    # One thread at a time holds the read role (_reading): it reads, and
+    # puts the whole messages it read into _inbox, which only it touches;
+    # when it gives the role up (_end_reading, lock held) they are handled
+    # and the waiting threads woken.
 
     def _drain(self):
         """Handle whatever has arrived, without waiting, when no other
         thread holds the read role.  True when it handled something (an
         answer, or the end of the connection)."""
-        with self._cond:
+        with self._lock:
             if self._reading or self._failure is not None:
                 return False
             self._reading = True
         handled = False
         try:
             while True:
-                step = self._step(None, wait=False)
+                step = self._read(None, wait=False)
                 if step == "message":
                     handled = True
                 elif step == "failed":
                     return True
                 elif step == "empty":
                     return handled
-                # "again": data was read; parse it
+                # "again": part of a message was read; read on
         finally:
-            with self._cond:
-                self._reading = False
-                self._cond.notify_all()
+            with self._lock:
+                self._end_reading()
 
-    def _pump(self, deadline):
-        """Read until one message has been handled or the connection failed
-        (True), or the deadline passed (False).  Only the thread holding the
-        read role calls this."""
-        while True:
-            step = self._step(deadline, wait=True)
-            if step != "again":
-                return step != "timeout"
-
-    def _step(self, deadline, wait):
-        """One step of reading (read role held): handle one buffered message
-        ("message"), else wait for data until the deadline ("timeout") or
-        not at all ("empty"), and read it ("again"); a broken stream fails
-        the connection ("failed")."""
-        try:
-            msg = next(self._unpacker)
-        except StopIteration:
-            msg = _UNSET
-        except Exception as exc:  # malformed stream: msgpack raises several types
-            with self._cond:
-                self._fail(ProtocolError(
-                    "ptod at %s sent data that is not valid msgpack (%s); the connection was "
-                    "closed." % (self.socket_path, exc)))
-            return "failed"
-        if msg is not _UNSET:
-            with self._cond:
+    def _end_reading(self):
+        """Give up the read role: handle what it read, wake the waiters
+        (lock held)."""
+        inbox = self._inbox
+        if inbox:
+            for msg in inbox:
+                if self._failure is not None:
+                    break  # nothing after the end counts
                 self._handle(msg)
-            return "message"
-        fd = self._sock.fileno()
-        if wait and fd >= 0 and not _wait_fd(fd, select.POLLIN, deadline):
-            return "timeout"
+            inbox.clear()
+        self._reading = False
+        if self._waiting:
+            self._cond.notify_all()
+
+    def _read(self, deadline, wait):
+        """One read (read role held): wait for data until the deadline
+        ("timeout"), or not at all ("empty" when there is none), read it,
+        and put every message it completes into the inbox ("message";
+        "again" when none, or when the wait ended early); a broken stream
+        fails the connection ("failed")."""
+        if wait:
+            ms = None
+            if deadline is not None:
+                ms = (deadline - time.monotonic()) * 1000  # poll() rounds it up
+                if ms <= 0:
+                    return "timeout"
+            # A socket closed meanwhile (close()) shows as POLLNVAL, then
+            # fails recv_into.
+            try:
+                if not self._poller.poll(ms):
+                    return "again"  # timed out, or woken early: the caller looks again
+            except InterruptedError:
+                return "again"
         try:
-            data = self._sock.recv(_RECV_SIZE)
+            n = self._sock.recv_into(self._rbuf)
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
-            with self._cond:
+            with self._lock:
                 self._fail(ConnectionLost("The connection to ptod at %s failed: %s."
                                           % (self.socket_path, exc.strerror or exc)))
             return "failed"
-        if not data:
-            with self._cond:
+        if not n:
+            with self._lock:
                 self._fail(ConnectionLost(
                     "ptod at %s closed the connection (the daemon exited, restarted or "
                     "dropped this client; see its log)." % self.socket_path))
             return "failed"
+        unpacker = self._unpacker
         try:
-            self._unpacker.feed(data)
+            unpacker.feed(self._rview[:n])
         except msgpack.BufferFull:
-            with self._cond:
+            with self._lock:
                 self._fail(ProtocolError("An answer from ptod at %s is larger than 4 GiB; "
                                          "the connection was closed." % self.socket_path))
             return "failed"
-        return "again"
+        self._fed += n
+        step = "again"
+        while True:
+            try:
+                msg = next(unpacker, _UNSET)
+            except Exception as exc:  # malformed stream: msgpack raises several types
+                with self._lock:
+                    self._fail(ProtocolError(
+                        "ptod at %s sent data that is not valid msgpack (%s); the connection "
+                        "was closed." % (self.socket_path, exc)))
+                return "failed"
+            if msg is _UNSET:
+                return step
+            self._inbox.append(msg)
+            step = "message"
+            if unpacker.tell() == self._fed:
+                return step  # all it holds is used: asking again would raise StopIteration
 
     def _handle(self, msg):
         """One message off the wire (lock held)."""
@@ -526,7 +620,6 @@ class Client:
             self._fail(ProtocolError("ptod at %s sent %s, which is not a msgpack-RPC response or "
                                      "notification; the connection was closed."
                                      % (self.socket_path, shown)))
-        self._cond.notify_all()
 
     def _fail(self, exc):
         """Record why the connection ended (the first reason wins), wake
@@ -576,20 +669,7 @@ class Client:
         """The params map of a dispatch (validated, encoded); what dispatch()
         and send_dispatch() send.  client: the connection it is for (a
         region argument must be one of its regions)."""
-        if not isinstance(program, str) or not program:
-            raise ValueError("program must be a non-empty str, got %r." % (program,))
-        params = {"program": program, "args": encode_args(args, client)}
-        cfg = as_config(config)
-        if cfg is not None:
-            wire = cfg.to_wire()
-            if wire:
-                params["config"] = wire
-        if deadline_ms is not None:
-            if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 0:
-                raise ValueError("deadline_ms must be an integer >= 0 (milliseconds), got %r."
-                                 % (deadline_ms,))
-            params["deadline_ms"] = deadline_ms
-        return params
+        return _dispatch_params(program, args, config, deadline_ms, client)[0]
 
     def dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
                  deadline_ms: Optional[int] = None,
@@ -602,16 +682,19 @@ class Client:
         device_id are checked against the daemon first (where.check_where).
         deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
         not started by then."""
-        params = self.dispatch_params(program, args, config, deadline_ms, self)
-        check_where(self, config, timeout)
-        return self.call("dispatch", params, timeout)
+        params, largest = _dispatch_params(program, args, config, deadline_ms, self)
+        if config is not None:
+            check_where(self, config, timeout)
+        return self._call("dispatch", params, timeout, largest >= BULK_MIN)
 
     def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
                       deadline_ms: Optional[int] = None, timeout: Optional[float] = None) -> int:
         """Pipelined dispatch: send it and return its msgid for result()."""
-        params = self.dispatch_params(program, args, config, deadline_ms, self)
-        check_where(self, config, timeout)
-        return self.send("dispatch", params, timeout)
+        params, largest = _dispatch_params(program, args, config, deadline_ms, self)
+        if config is not None:
+            check_where(self, config, timeout)
+        deadline = _deadline(self.timeout if timeout is None else timeout)
+        return self._send("dispatch", params, deadline, bulk=largest >= BULK_MIN)
 
     def buffer_alloc(self, name: str, nbytes: Optional[int] = None, init: Any = None,
                      timeout: Optional[float] = None) -> Dict[str, Any]:
@@ -627,7 +710,8 @@ class Client:
         params["bytes"] = nbytes
         if init is not None:
             params["init"] = init
-        return self.call("buffer.alloc", params, timeout)
+        bulk = init is not None and len(init) >= BULK_MIN
+        return self._call("buffer.alloc", params, timeout, bulk)
 
     def buffer_write(self, name: str, data: Any, offset: Optional[int] = None,
                      timeout: Optional[float] = None) -> Dict[str, Any]:
@@ -641,9 +725,11 @@ class Client:
         if isinstance(src, ShmArg):
             src.check(self, "buffer_write")
             params.update(shm=src.region.name, shm_offset=src.offset, bytes=src.nbytes)
+            bulk = False
         else:
             params["data"] = _to_bytes(data, "buffer_write data")
-        return self.call("buffer.write", params, timeout)
+            bulk = len(params["data"]) >= BULK_MIN
+        return self._call("buffer.write", params, timeout, bulk)
 
     def buffer_read(self, name: str, offset: Optional[int] = None, nbytes: Optional[int] = None,
                     timeout: Optional[float] = None, into: Any = None) -> Any:
@@ -712,13 +798,13 @@ class Client:
                 raise
         finally:
             os.close(fd)  # the map (and the daemon) keep the memory
-        with self._cond:
+        with self._lock:
             self._regions.add(name)
         return Region(self, name, nbytes, mm)
 
     def _shm_closed(self, region: Region) -> None:
         """Region.close: unregister it while the connection works."""
-        with self._cond:
+        with self._lock:
             if region.name not in self._regions:
                 return
             self._regions.discard(region.name)
@@ -760,7 +846,7 @@ class Client:
         for what, value, low in (("repeat", repeat, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError("%s must be an integer >= %d, got %r." % (what, low, value))
-        params = self.dispatch_params(program, args, config, deadline_ms, self)
+        params, largest = _dispatch_params(program, args, config, deadline_ms, self)
         wall, run, total = [], [], []
         hits = [0, 0]
         misses = [0, 0]
@@ -768,7 +854,7 @@ class Client:
         for i in range(warmup + repeat):
             measured = i >= warmup
             start = time.perf_counter()
-            last = self.call("dispatch", params, timeout)
+            last = self._call("dispatch", params, timeout, largest >= BULK_MIN)
             elapsed = (time.perf_counter() - start) * 1e6
             arena = last.get("arena") or {}
             (hits if arena.get("hit") else misses)[measured] += 1
@@ -788,3 +874,22 @@ class Client:
             "warmup_arena_hits": hits[0], "warmup_arena_misses": misses[0],
             "last": last,
         }
+
+
+def _dispatch_params(program, args, config, deadline_ms, client):
+    """Client.dispatch_params, and the size of its largest inline data."""
+    if not isinstance(program, str) or not program:
+        raise ValueError("program must be a non-empty str, got %r." % (program,))
+    wire, largest = _encode_args_sized(args, client)
+    params = {"program": program, "args": wire}
+    cfg = as_config(config) if config is not None else None
+    if cfg is not None:
+        wire_config = cfg.to_wire()
+        if wire_config:
+            params["config"] = wire_config
+    if deadline_ms is not None:
+        if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 0:
+            raise ValueError("deadline_ms must be an integer >= 0 (milliseconds), got %r."
+                             % (deadline_ms,))
+        params["deadline_ms"] = deadline_ms
+    return params, largest

@@ -8,6 +8,7 @@ Run as a script (`fake_server.py PATH hang`), it serves in its own process so
 that a test can SIGKILL it mid-call.
 """
 
+import array
 import os
 import shutil
 import socket
@@ -78,7 +79,7 @@ class FakeServer:
     the connection's reader thread; the default answers with ok_result.
     on_connect(conn) runs once per accepted connection; returning False
     stops reading it.  Every request is recorded in self.requests as
-    (method, params)."""
+    (method, params), and every fd passed with one in self.fds."""
 
     def __init__(self, handler=None, on_connect=None, read=True):
         self.dir = tempfile.mkdtemp(prefix="ptoclient-test-")
@@ -88,6 +89,7 @@ class FakeServer:
         self.on_connect = on_connect
         self.read = read
         self.requests = []
+        self.fds = []  # passed with requests (SCM_RIGHTS), kept open; close() closes them
         self.conns = []
         self.cond = threading.Condition()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -115,12 +117,18 @@ class FakeServer:
         unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0)
         while True:
             try:
-                data = conn.sock.recv(1 << 16)
+                data, ancillary, _, _ = conn.sock.recvmsg(1 << 16, socket.CMSG_SPACE(16))
             except OSError:
                 return
             if not data:
                 conn.close()
                 return
+            with self.cond:
+                for level, kind, fds in ancillary:
+                    if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS):
+                        passed = array.array("i")
+                        passed.frombytes(fds[:len(fds) - len(fds) % passed.itemsize])
+                        self.fds.extend(passed)
             unpacker.feed(data)
             for msg in unpacker:
                 assert msg[0] == 0 and len(msg) == 4, msg
@@ -142,6 +150,8 @@ class FakeServer:
             conns = list(self.conns)
         for c in conns:
             c.close()
+        for fd in self.fds:
+            os.close(fd)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):

@@ -22,6 +22,11 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
+try:
+    import numpy
+except ImportError:  # the client works without numpy; its tests skip
+    numpy = None
+
 import harness  # noqa: E402
 from ptoclient import (Buffer, Client, Data, Out, RunConfig, dispatch_many, f32,  # noqa: E402
                        from_f32, save_dfx)
@@ -97,6 +102,21 @@ class Basics(DaemonCase):
         self.assertIsInstance(r["outputs"][2], bytes)
         self.assertClose(list(from_f32(r["outputs"][2])), [x + y for x, y in zip(a, b)], 1e-6)
         self.assertGreaterEqual(r["tasks"], 1)
+
+    @unittest.skipIf(numpy is None, "numpy is not installed")
+    def test_vector_add_of_numpy_arrays(self):
+        # 256 KiB each: sent from the arrays' own memory (ptoclient.wire)
+        d = self.daemon()
+        c = self.client(d)
+        rng = numpy.random.default_rng(3)
+        a = rng.standard_normal(1 << 16, dtype=numpy.float32)
+        b = rng.standard_normal((256, 256), dtype=numpy.float32)
+        r = c.dispatch("vector_add", [a, Data(memoryview(b)), Out(a.nbytes)])
+        got = numpy.frombuffer(r["outputs"][2], dtype=numpy.float32)
+        numpy.testing.assert_allclose(got, a + b.reshape(-1), rtol=1e-6)
+        small = numpy.arange(16, dtype=numpy.float32)
+        r = c.dispatch("vector_add", [small, bytearray(small.tobytes()), Out(64)])
+        self.assertEqual(list(from_f32(r["outputs"][2])), [2.0 * x for x in range(16)])
 
     def test_errors(self):
         d = self.daemon()

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import ptoclient  # noqa: E402
 from ptoclient import (Buffer, Client, Data, InOut, Out, RunConfig, Scalar,  # noqa: E402
                        encode_arg, encode_args, f32, from_f32, socket_path_for)
+from ptoclient.wire import BULK_MIN, pack_request, pack_request_parts  # noqa: E402
 from ptoclient.errors import (CallTimeout, ConnectionLost, HeapRingDeadlock,  # noqa: E402
                               InvalidConfig, PtoError, RuntimeFailure, error_from_wire)
 
@@ -72,6 +73,11 @@ class Args(unittest.TestCase):
         # a transposed view is not C-contiguous: copied in C order
         self.assertEqual(Data(a.T).data, a.T.tobytes())
 
+    @unittest.skipIf(numpy is None, "numpy is not installed")
+    def test_data_from_an_empty_numpy_array(self):
+        self.assertEqual(Data(numpy.zeros((0, 3), dtype=numpy.float32)).data, b"")
+        self.assertEqual(encode_arg(numpy.zeros((2, 0))), {"data": b""})
+
     def test_out_and_scalar(self):
         self.assertEqual(Out(16).to_wire(), {"out": 16})
         self.assertEqual(Out(0).to_wire(), {"out": 0})
@@ -108,6 +114,15 @@ class Args(unittest.TestCase):
         self.assertEqual(encode_args([Buffer("kv"), Data(b"a"), Out(4), 3, 0.5]),
                          [{"buffer": "kv"}, {"data": b"a"}, {"out": 4}, {"scalar": 3},
                           {"scalar": 0.5}])
+        self.assertEqual(encode_args((-(1 << 63), (1 << 64) - 1)),
+                         [{"scalar": -(1 << 63)}, {"scalar": (1 << 64) - 1}])
+        with self.assertRaises(ValueError) as cm:
+            encode_args([1, Out(2), 1 << 64])
+        self.assertEqual(str(cm.exception), "args[2]: Scalar %d does not fit in 64 bits."
+                         % (1 << 64))
+        with self.assertRaises(TypeError) as cm:
+            encode_args(iter([1, "kv"]))
+        self.assertTrue(str(cm.exception).startswith("args[1]: a str"))
         self.assertEqual(encode_args(()), [])
         self.assertEqual(encode_args(None), [])
         with self.assertRaises(TypeError):
@@ -119,6 +134,60 @@ class Args(unittest.TestCase):
         self.assertEqual(list(from_f32(data)), [1.0, -2.5, 3.0])
         with self.assertRaises(ValueError):
             from_f32(b"\x00\x00\x00")
+
+
+class Wire(unittest.TestCase):
+    """Requests with large values go out as parts: msgpack's bytes, with the
+    large values themselves in between (sent from where they lie)."""
+
+    def setUp(self):
+        self.packer = msgpack.Packer(use_bin_type=True)
+
+    def parts(self, params):
+        parts = pack_request_parts(self.packer, 7, "dispatch", params)
+        self.assertEqual(b"".join(parts), msgpack.packb([0, 7, "dispatch", [params]]))
+        return parts
+
+    def test_small_requests_are_one_part(self):
+        self.assertEqual(len(self.parts({"program": "noop", "args": [{"scalar": 1}]})), 1)
+        self.assertEqual(pack_request_parts(self.packer, 1, "ping", None),
+                         [msgpack.packb([0, 1, "ping", []])])
+        small = b"x" * (BULK_MIN - 1)
+        self.assertEqual(len(self.parts({"args": [{"data": small}]})), 1)
+        params = {"program": "noop", "args": [{"data": small}]}
+        self.assertEqual(pack_request(self.packer, 7, "dispatch", params),
+                         b"".join(self.parts(params)))
+
+    def test_large_values_are_not_copied(self):
+        big = bytes(BULK_MIN)
+        mutable = bytearray(b"\x01" * (BULK_MIN + 1))
+        view = memoryview(array.array("f", [1.5] * BULK_MIN)).cast("B")
+        params = {"program": "p", "args": [Data(big).to_wire(), Data(mutable, inout=True).to_wire(),
+                                           {"data": view}, {"scalar": 3}, {"data": b"tiny"}],
+                  "config": {"ring_heap": [1 << 20, 0, 0, 0]}}
+        parts = self.parts(params)
+        self.assertEqual(len(parts), 7)
+        self.assertIs(parts[1], big)
+        self.assertIs(parts[5], view)
+        mutable[0] = 2  # the part is the caller's memory
+        self.assertEqual(parts[3][0], 2)
+
+    @unittest.skipIf(numpy is None, "numpy is not installed")
+    def test_a_numpy_array_is_sent_from_its_memory(self):
+        a = numpy.arange(BULK_MIN, dtype=numpy.float32).reshape(256, -1)
+        parts = self.parts({"args": [encode_arg(a)]})
+        self.assertEqual(len(parts), 3)
+        a[0, 1] = 42.0
+        self.assertEqual(from_f32(parts[1][4:8])[0], 42.0)
+
+    def test_what_msgpack_refuses_is_refused(self):
+        strided = memoryview(bytes(2 * BULK_MIN))[::2]
+        with self.assertRaises(BufferError):
+            pack_request_parts(self.packer, 1, "x", {"data": strided})
+        with self.assertRaises(TypeError):
+            pack_request_parts(self.packer, 1, "x", {"data": object()})
+        # and the packer is left as it was
+        self.parts({"program": "noop", "args": [{"data": bytes(BULK_MIN)}]})
 
 
 class DispatchParams(unittest.TestCase):

@@ -3,6 +3,8 @@ pipelining and out-of-order answers, per-call timeouts, a server that closes
 or dies mid-call, error notifications, and the config reaching the wire whole
 on every path (dispatch, pipelined, bench, dispatch_many)."""
 
+import array
+import errno
 import math
 import os
 import signal
@@ -17,12 +19,17 @@ from unittest import mock
 
 import msgpack
 
+try:
+    import numpy
+except ImportError:  # the client works without numpy; its tests skip
+    numpy = None
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from fake_server import FakeServer, ok_result  # noqa: E402
-from ptoclient import (Buffer, Client, Data, Out, RunConfig, dispatch_many)  # noqa: E402
+from ptoclient import (Buffer, Client, Data, InOut, Out, RunConfig, dispatch_many)  # noqa: E402
 from ptoclient.errors import (AlreadyExists, CallTimeout, ConnectFailed,  # noqa: E402
                               ConnectionLost, HeapRingDeadlock, MessageTooLarge,
                               MultiDispatchError, PermissionDenied, ProtocolError, PtoError,
@@ -45,6 +52,23 @@ class Base(unittest.TestCase):
         return c
 
 
+class _FullOnce:
+    """A client's socket whose first sendmsg finds it full (EAGAIN)."""
+
+    def __init__(self, sock):
+        self._sock = sock
+        self._full = True
+
+    def sendmsg(self, *args):
+        if self._full:
+            self._full = False
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return self._sock.sendmsg(*args)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
 class SharedMemory(Base):
     def test_a_daemon_without_the_feature(self):
         s = self.server()  # its ping lists no features, as a version 1 daemon's
@@ -57,6 +81,24 @@ class SharedMemory(Base):
         with self.assertRaises(Unsupported):
             c.shm(4096)
         self.assertEqual([m[0] for m in s.requests], ["ping"])
+
+    def test_the_region_is_passed_when_the_socket_was_full_at_first(self):
+        def handler(conn, msgid, method, params):
+            if method == "ping":
+                conn.respond(msgid, {"version": "0.1.0", "device": 0, "state": "ready",
+                                     "features": ["shm"]})
+            else:
+                conn.respond(msgid, {"name": params["name"], "bytes": params.get("bytes")})
+
+        s = self.server(handler=handler)
+        c = self.client(s)
+        c._sock = _FullOnce(c._sock)
+        with c.shm(4096):
+            pass
+        self.assertEqual([m[0] for m in s.requests], ["ping", "shm.register", "shm.unregister"])
+        self.assertEqual(len(s.fds), 1)
+        # the region's memfd, not the socket the client waited on
+        self.assertTrue(os.readlink("/proc/self/fd/%d" % s.fds[0]).startswith("/memfd:"))
 
     def test_bad_sizes_are_refused_before_anything_is_sent(self):
         s = self.server()
@@ -182,6 +224,24 @@ class Methods(Base):
         big = os.urandom(8 << 20)
         r = c.dispatch("vector_add", [Data(big, inout=True)])
         self.assertEqual(r["outputs"][0], big)
+
+    def test_inline_data_of_every_buffer_kind(self):
+        # large ones are sent from the caller's memory, between packed parts
+        s = self.server()
+        c = self.client(s)
+        big = os.urandom(3 << 20)
+        kinds = [big, bytearray(big), memoryview(big), array.array("B", big), b"small"]
+        want = [big] * 4 + [b"small"]
+        if numpy is not None:
+            a = numpy.frombuffer(big, dtype=numpy.float32).reshape(1024, -1)
+            kinds += [a, a[:, ::2]]  # the strided one is copied (in C order) when wrapped
+            want += [big, a[:, ::2].tobytes()]
+        r = c.dispatch("vector_add", [InOut(k) for k in kinds] + [Out(4), 5])
+        self.assertEqual(r["outputs"], want + [b"\x00" * 4, None])
+        self.assertEqual(c.buffer_write("kv", bytearray(big)), {"method": "buffer.write",
+                                                                "params": {"name": "kv",
+                                                                           "data": big}})
+        self.assertEqual(c.buffer_alloc("kv2", init=memoryview(big))["params"]["init"], big)
 
 
 class Pipelining(Base):
