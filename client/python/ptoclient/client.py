@@ -185,7 +185,7 @@ class Client:
         self.where: Optional[Tuple[Any, Any]] = None  # the daemon's (device, platform), once check_where asked
         self.timeout = timeout
         self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)  # (method, params), except "error"
-        self._lock = threading.RLock()  # guards the state below; _cond waits on it
+        self._lock = threading.Lock()  # guards the state below; _cond waits on it
         self._cond = threading.Condition(self._lock)
         self._waiting = 0  # threads in _cond.wait: nobody to notify when 0
         self._send_lock = threading.Lock()
