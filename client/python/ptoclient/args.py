@@ -11,8 +11,8 @@
                                        bytes of a shared-memory region (ptoclient.shm)
 
 Data accepts bytes, bytearray, memoryview, array.array, NumPy arrays or
-anything else with the buffer protocol, without copying it: data of 64 KiB
-or more is written to the socket straight from the caller's memory
+anything else with the buffer protocol, without copying it: data of 128
+KiB or more is written to the socket straight from the caller's memory
 (ptoclient.wire), smaller data is packed into the request when it is sent,
 so do not change it until the call that sends it has returned.  (Only
 memory that is not contiguous is copied, once, at construction.)  A plain

@@ -185,7 +185,7 @@ class Client:
         self.where: Optional[Tuple[Any, Any]] = None  # the daemon's (device, platform), once check_where asked
         self.timeout = timeout
         self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)  # (method, params), except "error"
-        self._lock = threading.RLock()  # guards the state below; _cond waits on it
+        self._lock = threading.Lock()  # guards the state below; _cond waits on it
         self._cond = threading.Condition(self._lock)
         self._waiting = 0  # threads in _cond.wait: nobody to notify when 0
         self._send_lock = threading.Lock()
@@ -274,12 +274,12 @@ class Client:
 
     # ---- low level: send, result, call -----------------------------------
     #
-    # A call costs a few microseconds of Python on top of the daemon's
-    # round trip, and that is the figure bench_latency compares with the C
-    # client: the hot path takes each lock with acquire()/release() (half
-    # the cost of `with`), takes _lock twice per answer, and never asks the
-    # unpacker for a message it does not hold (a StopIteration costs as much
-    # as packing the request).
+    # A call costs microseconds of Python on top of the daemon's round
+    # trip, and that is what bench_latency compares with the C client.  So
+    # the hot path takes _lock once to send and twice per answer, with
+    # acquire()/release() (half the cost of `with`), and never asks the
+    # unpacker for a message it does not hold (the StopIteration costs as
+    # much as packing the request).
 
     def send(self, method: str, params: Any = None, timeout: Optional[float] = None) -> int:
         """Send one request; returns its msgid for result().

@@ -1,6 +1,7 @@
 """dispatch_many: one program and one config on several daemons at once."""
 
-from .client import DEFAULT_TIMEOUT, Client, _deadline
+from .client import DEFAULT_TIMEOUT, Client, _deadline, _dispatch_params
+from .wire import BULK_MIN
 from .config import as_config
 from .errors import MultiDispatchError, PtoError
 
@@ -64,7 +65,7 @@ def dispatch_many(targets, program, config=None, deadline_ms=None, timeout=DEFAU
             raise TypeError("A target must be an int device, a socket path or a Client, got %r."
                             % (target,))
         try:
-            params[target] = Client.dispatch_params(program, args, cfg, deadline_ms)
+            params[target] = _dispatch_params(program, args, cfg, deadline_ms, None)
         except (TypeError, ValueError) as exc:
             raise type(exc)("%s: %s" % (_describe_target(target), exc)) from None
     deadline = _deadline(timeout)
@@ -82,7 +83,9 @@ def dispatch_many(targets, program, config=None, deadline_ms=None, timeout=DEFAU
                     client = Client(socket_path=path, device=device, timeout=timeout,
                                     connect_timeout=connect_timeout)
                     opened.append(client)
-                sent[target] = (client, client._send("dispatch", params[target], deadline))
+                wire, largest = params[target]
+                sent[target] = (client, client._send("dispatch", wire, deadline,
+                                                     bulk=largest >= BULK_MIN))
             except PtoError as exc:
                 exc.device = _label(target)
                 results[target] = exc

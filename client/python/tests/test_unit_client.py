@@ -605,6 +605,14 @@ class ConfigOnEveryPath(Base):
         self.assertIn(bad.path, str(cm.exception))
         self.assertEqual(set(cm.exception.errors), {bad.path, missing})
 
+    def test_dispatch_many_with_large_inline_data(self):
+        a, b = self.server(), self.server()
+        big = bytearray(os.urandom(1 << 20))
+        out = dispatch_many({a.path: [InOut(big)], b.path: [InOut(memoryview(big)[1:])]},
+                            "vector_add", timeout=T)
+        self.assertEqual(out[a.path]["outputs"], [bytes(big)])
+        self.assertEqual(out[b.path]["outputs"], [bytes(big[1:])])
+
     def test_dispatch_many_by_device_number(self):
         runtime = tempfile.mkdtemp(prefix="ptoclient-xdg-")
         self.addCleanup(lambda: __import__("shutil").rmtree(runtime, ignore_errors=True))
