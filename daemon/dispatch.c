@@ -195,10 +195,10 @@ static void finish(dsp_t *dsp, dsp_job_t *job, uint64_t now) {
  * polling grows and shrinks its window).  Back to back a job follows the
  * last answer within the client's turnaround, so the spin saves a
  * wake-up; after an idle time the spin would only take the CPU that the
- * client, woken by the answer, needs (noop after 20 ms idle: 168 us with
- * no spin against 282 us with one, BENCHMARKS.md).  Yields now and then:
- * on a 2-vCPU machine the thread that will admit the job may need this
- * CPU. */
+ * client, woken by the answer, needs (noop after 20 ms idle: 154-156 us
+ * against 172-225 us spinning after every job, BENCHMARKS.md §1.1).
+ * Yields now and then: on a 2-vCPU machine the thread that will admit the
+ * job may need this CPU. */
 static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
@@ -230,7 +230,7 @@ static void __attribute__((noinline)) warm_thread(void) {
 
 static void *device_thread(void *arg) {
   dsp_t *dsp = arg;
-  uint64_t last_end_ns = 0, gap_ns = UINT64_MAX; /* see spin_for_job */
+  uint64_t now, last_end_ns = 0, gap_ns = UINT64_MAX; /* see spin_for_job */
   pthread_setname_np(pthread_self(), "ptod-device");
   warm_thread();
   pthread_mutex_lock(&dsp->lock);
@@ -246,13 +246,14 @@ static void *device_thread(void *arg) {
       pthread_cond_wait(&dsp->wake, &dsp->lock);
       dsp->device_sleeping = false;
     }
-    job = queue_pop(&dsp->queued, dsp_now_ns());
+    now = dsp_now_ns();
+    job = queue_pop(&dsp->queued, now);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     if (!job) break; /* stopping, and nothing left */
     dsp->running = true;
     pthread_mutex_unlock(&dsp->lock);
 
-    job->started_ns = dsp_now_ns();
+    job->started_ns = now;
     gap_ns = job->admitted_ns > last_end_ns ? job->admitted_ns - last_end_ns : 0;
     if (job->gone && atomic_load_explicit(job->gone, memory_order_acquire))
       job->outcome = DSP_CANCELLED;
