@@ -107,15 +107,13 @@ static void request_complete(dsp_job_t *job) {
     if (is_dispatch(req))
       atomic_fetch_add(req->result_code == PTO_OK ? &d->dispatches_ok : &d->dispatches_failed, 1);
     if (req->result_code != PTO_OK) metrics_count_error(d->metrics, req->result_code);
-    if (srv_conn_gone(conn)) {
-      /* dropped: req_finish frees it all */
-    } else if (req->refs.n) {
+    if (!srv_conn_gone(conn) && req->refs.n) {
       answer_send(conn, &req->response, &req->refs, give_back, req->lent);
       req->lent = NULL; /* the answer's until it is written */
-    } else {
+    } else if (!srv_conn_gone(conn)) {
       send_sbuffer(conn, &req->response);
     }
-    req_finish(req);
+    req_finish(req); /* what was not sent (the client gone) is freed here */
     break;
   case DSP_CANCELLED:
     log_debug("Dropped %s request %u of client %llu, which went away before it ran.",
