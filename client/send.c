@@ -78,36 +78,38 @@ static ssize_t send_some(int fd, struct iovec *iov, size_t n, int pass_fd) {
 }
 
 /* Write iov[0..n) whole (the iovecs are consumed), pass_fd (>= 0) with its
- * first bytes.  Answers that come meanwhile are read and delivered. */
+ * first bytes.  The first try needs no poll (a request usually fits the
+ * socket at once: one system call, not two, per request); while the
+ * socket is full, answers that come meanwhile are read and delivered, so a
+ * daemon that waits for us to read never waits on our write. */
 static int conn_write(pto_client_t *c, struct iovec *iov, size_t n, int pass_fd, int64_t deadline,
                       size_t *ret_written) {
   size_t i = 0;
   *ret_written = 0;
   while (i < n) {
-    short ev;
+    ssize_t sent;
+    size_t left;
     if (c->dead) return -1;
-    ev = conn_poll(c, POLLOUT | POLLIN, deadline);
-    if (ev == 0) return -PTO_E_TIMEOUT;
-    if (ev & (POLLIN | POLLHUP | POLLERR)) {
-      conn_read(c);
-      if (c->dead) return -1;
-    }
-    if (ev & POLLOUT) {
-      ssize_t sent = send_some(c->fd, iov + i, n - i, *ret_written == 0 ? pass_fd : -1);
-      size_t left;
-      if (sent < 0) {
-        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+    sent = send_some(c->fd, iov + i, n - i, *ret_written == 0 ? pass_fd : -1);
+    if (sent < 0) {
+      short ev;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
         /* EPIPE, ECONNRESET: the daemon closed; read what it said first. */
         conn_read(c);
         conn_kill(c, NULL);
         return -1;
       }
-      *ret_written += (size_t)sent;
-      for (left = (size_t)sent; i < n && left >= iov[i].iov_len; i++) left -= iov[i].iov_len;
-      if (left) {
-        iov[i].iov_base = (char *)iov[i].iov_base + left;
-        iov[i].iov_len -= left;
-      }
+      ev = conn_poll(c, POLLOUT | POLLIN, deadline);
+      if (ev == 0) return -PTO_E_TIMEOUT;
+      if (ev & (POLLIN | POLLHUP | POLLERR)) conn_read(c);
+      continue;
+    }
+    *ret_written += (size_t)sent;
+    for (left = (size_t)sent; i < n && left >= iov[i].iov_len; i++) left -= iov[i].iov_len;
+    if (left) {
+      iov[i].iov_base = (char *)iov[i].iov_base + left;
+      iov[i].iov_len -= left;
     }
   }
   return 0;

@@ -78,7 +78,8 @@ void service_scratch_free(service_scratch_t *scratch) {
   free(scratch->programs);
   free(scratch->infos);
   free(scratch->bufs);
-  advise_result_free(&scratch->advice);
+  if (scratch->advice) advise_result_free(scratch->advice);
+  free(scratch->advice);
   memset(scratch, 0, sizeof(*scratch));
 }
 
@@ -133,7 +134,8 @@ int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
     result->buffer_list.count = (uint32_t)n;
     return 1;
   case PROTO_M_ADVISE:
-    if (advise_result(d->advise, &result->advise, &scratch->advice) < 0) break;
+    scratch->advice = malloc(sizeof(*scratch->advice));
+    if (!scratch->advice || advise_result(d->advise, &result->advise, scratch->advice) < 0) break;
     return 1;
   default:
     return 0;

@@ -8,13 +8,15 @@
 #include "ptod.h"
 #include "request.h"
 
-/* What a result served on the loop points into, freed after it is sent. */
+/* What a result served on the loop points into, freed after it is sent.
+ * Pointers only (it is cleared for every request): what one method needs
+ * is allocated by that method. */
 typedef struct service_scratch {
   char *text;
   proto_program_info_t *programs;
   buf_info_t *infos;
   proto_buffer_info_t *bufs;
-  advise_result_mem_t advice;
+  advise_result_mem_t *advice;
 } service_scratch_t;
 
 /* Serve a method that needs no device (ping, status, metrics, programs,

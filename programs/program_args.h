@@ -119,15 +119,16 @@ static inline int pa_check_memory(const pa_ctx_t *c, uint32_t i) {
  * extent and alignment. */
 static inline int pa_check_args(const pa_ctx_t *c) {
   uint32_t required = 0;
-  char names[256];
-  size_t used = 0;
-  names[0] = '\0';
-  for (uint32_t i = 0; i < c->nspecs; i++) {
-    int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", c->specs[i].name);
-    if (n > 0 && (size_t)n < sizeof names - used) used += (size_t)n;
+  for (uint32_t i = 0; i < c->nspecs; i++)
     if (!c->specs[i].optional) required = i + 1;
-  }
   if (c->nargs < required || c->nargs > c->nspecs) {
+    char names[256];
+    size_t used = 0;
+    names[0] = '\0';
+    for (uint32_t i = 0; i < c->nspecs; i++) {
+      int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", c->specs[i].name);
+      if (n > 0 && (size_t)n < sizeof names - used) used += (size_t)n;
+    }
     if (required == c->nspecs)
       return pa_fail(c, "expected %" PRIu32 " arguments (%s); got %" PRIu32 ".", c->nspecs, names,
                      c->nargs);

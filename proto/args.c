@@ -158,7 +158,9 @@ static int arg_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msgpac
   int rc;
   (void)spec;
   memset(&w, 0, sizeof(w));
-  snprintf(inner.prefix, sizeof(inner.prefix), "%.20s: ", ctx->path);
+  inner.prefix[0] = '\0';
+  schema_cat(inner.prefix, sizeof(inner.prefix) - 3, ctx->path); /* 20 bytes at most */
+  schema_cat(inner.prefix, sizeof(inner.prefix), ": ");
   inner.path[0] = '\0';
   inner.what = "a dispatch argument";
   if (o->type != MSGPACK_OBJECT_MAP) {

@@ -447,7 +447,9 @@ static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool
   ctx->zone = zone;
   ctx->strict = strict;
   ctx->method = method_names[m];
-  snprintf(ctx->what_buf, sizeof(ctx->what_buf), "%s %s", method_names[m], side);
+  schema_cat(ctx->what_buf, sizeof(ctx->what_buf), method_names[m]);
+  schema_cat(ctx->what_buf, sizeof(ctx->what_buf), " ");
+  schema_cat(ctx->what_buf, sizeof(ctx->what_buf), side);
   ctx->what = ctx->what_buf;
 }
 

@@ -82,6 +82,23 @@ const char *schema_strdup(schema_ctx_t *ctx, const char *s, size_t len) {
   return p;
 }
 
+size_t schema_cat(char *buf, size_t cap, const char *s) {
+  size_t at = strlen(buf), n = strlen(s);
+  if (n > cap - 1 - at) n = cap - 1 - at;
+  memcpy(buf + at, s, n);
+  buf[at + n] = '\0';
+  return at + n;
+}
+
+size_t schema_cat_index(char *buf, size_t cap, uint32_t i) {
+  char text[16], *p = text + sizeof(text);
+  *--p = '\0';
+  *--p = ']';
+  do *--p = (char)('0' + i % 10); while (i /= 10);
+  *--p = '[';
+  return schema_cat(buf, cap, p);
+}
+
 /* path + key, without a trailing '.': "queue.depth", "outputs[1]". */
 static void full_key(const schema_ctx_t *ctx, const char *key, char *buf, size_t len) {
   size_t p = strlen(ctx->path), k = key ? strlen(key) : 0, n = 0;
@@ -260,8 +277,8 @@ static int decode_list(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_
   for (uint32_t i = 0; i < n; i++) {
     int rc;
     if (elem->kind == SK_MAP) schema_init(elem->sub, items + (size_t)i * elem->size);
-    snprintf(ctx->path + pathlen, sizeof(ctx->path) - pathlen, "%s[%" PRIu32 "]",
-             s->key ? s->key : "", i);
+    if (s->key) schema_cat(ctx->path, sizeof(ctx->path), s->key);
+    schema_cat_index(ctx->path, sizeof(ctx->path), i);
     rc = schema_decode(ctx, elem, &o->via.array.ptr[i], items + (size_t)i * elem->size);
     ctx->path[pathlen] = '\0';
     if (rc < 0) return rc;
@@ -280,15 +297,17 @@ static int decode_nested(schema_ctx_t *ctx, const schema_spec_t *s, const msgpac
   int rc;
   if (o->type != MSGPACK_OBJECT_MAP) return schema_bad_value(ctx, s->key, "a map", o);
   if (sc->what) {
-    snprintf(inner.what_buf, sizeof(inner.what_buf), "%s %s", ctx->method, sc->what);
+    inner.what_buf[0] = '\0';
+    schema_cat(inner.what_buf, sizeof(inner.what_buf), ctx->method);
+    schema_cat(inner.what_buf, sizeof(inner.what_buf), " ");
+    schema_cat(inner.what_buf, sizeof(inner.what_buf), sc->what);
     inner.what = inner.what_buf;
     inner.path[0] = '\0';
   } else if (s->key) {
-    size_t n = strlen(inner.path);
-    snprintf(inner.path + n, sizeof(inner.path) - n, "%s.", s->key);
+    schema_cat(inner.path, sizeof(inner.path), s->key);
+    schema_cat(inner.path, sizeof(inner.path), ".");
   } else if (inner.path[0]) {
-    size_t n = strlen(inner.path);
-    snprintf(inner.path + n, sizeof(inner.path) - n, ".");
+    schema_cat(inner.path, sizeof(inner.path), ".");
   }
   if (sc->config) inner.config = true;
   rc = schema_decode_map(&inner, sc, o, field, NULL);

@@ -116,6 +116,12 @@ int schema_bad_value(schema_ctx_t *ctx, const char *key, const char *expect,
 /* The rows of the "dfx" map (proto/dfx.c). */
 extern const schema_t proto_dfx_schema;
 
+/* Append to the NUL-terminated text in buf[cap], cutting what does not fit:
+ * the decoders name where they are ("args[2]", "queue.") on every request,
+ * so this is a copy, not snprintf.  Return the new length. */
+size_t schema_cat(char *buf, size_t cap, const char *s);
+size_t schema_cat_index(char *buf, size_t cap, uint32_t i); /* "[i]" */
+
 /* A NUL-terminated copy of a str in the zone. */
 const char *schema_strdup(schema_ctx_t *ctx, const char *s, size_t len);
 

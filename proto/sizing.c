@@ -365,7 +365,11 @@ bool pto_sizing_equal(const pto_sizing_resolved_t *a, const pto_sizing_resolved_
   return memcmp(a->value, b->value, sizeof(a->value)) == 0;
 }
 
-void pto_sizing_key_hex(uint64_t key, char buf[17]) { snprintf(buf, 17, "%016" PRIx64, key); }
+void pto_sizing_key_hex(uint64_t key, char buf[17]) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; i--, key >>= 4) buf[i] = digits[key & 15];
+  buf[16] = '\0';
+}
 
 /* ---- formatting -------------------------------------------------------- */
 
