@@ -51,14 +51,11 @@ void conn_read(pto_client_t *c) {
   for (int round = 0; round < 64 && !c->dead; round++) {
     size_t want = RXBUF_CHUNK, room;
     ssize_t n;
-    /* The reader knows the least length of the current message (the bytes
-     * it walked plus those still to come): make room for the rest of it at
-     * once, up to a bound a bogus length cannot abuse.  (The bytes already
-     * here but not yet walked are part of that rest, not beside it.) */
-    uint64_t known = (uint64_t)c->reader.offset + c->reader.need;
-    size_t here = c->rx.end - c->rx.start;
-    if (known > here && known - here > want)
-      want = known - here > (256u << 20) ? (256u << 20) : (size_t)(known - here);
+    /* The reader knows how much of the current message is still to come
+     * (process() has walked every byte received, so that counts from the
+     * buffer's end): make room for it at once, up to a bound a bogus length
+     * cannot abuse. */
+    if (c->reader.need > want) want = c->reader.need > (256u << 20) ? (256u << 20) : c->reader.need;
     if (rxbuf_reserve(&c->rx, want) < 0) {
       pto_error_t e;
       client_error(&e, PTO_E_NO_MEMORY, "Out of memory reading an answer from '%s'.", c->path);
