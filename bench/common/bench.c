@@ -163,7 +163,8 @@ static const char *free_page_reporting(void) {
 }
 
 void bench_header(const char *title) {
-  char line[512], model[256] = "unknown", hv[16], thp[128], defrag[128], order[32], idle[64];
+  char line[512], model[256] = "unknown", hv[16], thp[128], defrag[128], order[32], idle[64],
+      haltpoll[32];
   char loadavg[64];
   struct utsname u;
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -186,14 +187,17 @@ void bench_header(const char *title) {
   read_line("/sys/kernel/mm/transparent_hugepage/defrag", defrag, sizeof defrag);
   read_line("/sys/module/page_reporting/parameters/page_reporting_order", order, sizeof order);
   read_line("/sys/devices/system/cpu/cpuidle/current_driver", idle, sizeof idle);
+  /* cpuidle-haltpoll polls this long before halting an idle vCPU: at 0 every
+   * wake-up of an idle vCPU waits for the hypervisor (BENCHMARKS.md). */
+  read_line("/sys/module/haltpoll/parameters/guest_halt_poll_ns", haltpoll, sizeof haltpoll);
   read_line("/proc/loadavg", loadavg, sizeof loadavg);
   printf("== %s\n", title);
   /* One line, the same in every benchmark: scripts/bench files it with the
    * figures. */
   printf("MACHINE cpus=%ld model=\"%s\" hypervisor=%s kernel=%s thp=\"%s\" thp_defrag=\"%s\" "
-         "free_page_reporting=%s(order %s) cpuidle=%s load=\"%.14s\"\n",
+         "free_page_reporting=%s(order %s) cpuidle=%s guest_halt_poll_ns=%s load=\"%.14s\"\n",
          sysconf(_SC_NPROCESSORS_ONLN), model, hv, u.release, thp, defrag, free_page_reporting(),
-         order, idle, loadavg);
+         order, idle, haltpoll, loadavg);
   fflush(stdout);
 }
 
