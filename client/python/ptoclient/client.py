@@ -527,6 +527,13 @@ class Client:
     def _end_reading(self):
         """Give up the read role: handle what it read, wake the waiters
         (lock held)."""
+        self._handle_inbox()
+        self._reading = False
+        if self._waiting:
+            self._cond.notify_all()
+
+    def _handle_inbox(self):
+        """Handle the whole messages read so far, in order (lock held)."""
         inbox = self._inbox
         if inbox:
             for msg in inbox:
@@ -534,9 +541,14 @@ class Client:
                     break  # nothing after the end counts
                 self._handle(msg)
             inbox.clear()
-        self._reading = False
-        if self._waiting:
-            self._cond.notify_all()
+
+    def _fail_read(self, exc):
+        """The stream ended under the read role: the messages read before
+        the end are handled first (an answer that came before a reset is
+        still its call's result), then the connection fails."""
+        with self._lock:
+            self._handle_inbox()
+            self._fail(exc)
 
     def _read(self, deadline, wait):
         """One read (read role held): wait for data until the deadline
@@ -562,23 +574,20 @@ class Client:
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
-            with self._lock:
-                self._fail(ConnectionLost("The connection to ptod at %s failed: %s."
-                                          % (self.socket_path, exc.strerror or exc)))
+            self._fail_read(ConnectionLost("The connection to ptod at %s failed: %s."
+                                           % (self.socket_path, exc.strerror or exc)))
             return "failed"
         if not n:
-            with self._lock:
-                self._fail(ConnectionLost(
-                    "ptod at %s closed the connection (the daemon exited, restarted or "
-                    "dropped this client; see its log)." % self.socket_path))
+            self._fail_read(ConnectionLost(
+                "ptod at %s closed the connection (the daemon exited, restarted or "
+                "dropped this client; see its log)." % self.socket_path))
             return "failed"
         unpacker = self._unpacker
         try:
             unpacker.feed(self._rview[:n])
         except msgpack.BufferFull:
-            with self._lock:
-                self._fail(ProtocolError("An answer from ptod at %s is larger than 4 GiB; "
-                                         "the connection was closed." % self.socket_path))
+            self._fail_read(ProtocolError("An answer from ptod at %s is larger than 4 GiB; "
+                                          "the connection was closed." % self.socket_path))
             return "failed"
         self._fed += n
         step = "again"
@@ -586,10 +595,9 @@ class Client:
             try:
                 msg = next(unpacker, _UNSET)
             except Exception as exc:  # malformed stream: msgpack raises several types
-                with self._lock:
-                    self._fail(ProtocolError(
-                        "ptod at %s sent data that is not valid msgpack (%s); the connection "
-                        "was closed." % (self.socket_path, exc)))
+                self._fail_read(ProtocolError(
+                    "ptod at %s sent data that is not valid msgpack (%s); the connection "
+                    "was closed." % (self.socket_path, exc)))
                 return "failed"
             if msg is _UNSET:
                 return step

@@ -7,6 +7,7 @@ import array
 import errno
 import math
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -64,6 +65,39 @@ class _FullOnce:
             self._full = False
             raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
         return self._sock.sendmsg(*args)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+class _ResetAfterAnswer:
+    """A client's socket that is full for its first send, gives the first
+    read what the peer sent (waiting for it to arrive) and fails the next
+    with ECONNRESET, as a peer that answered and closed with bytes unread."""
+
+    def __init__(self, sock):
+        self._sock = sock
+        self._sends = 0
+        self._reads = 0
+
+    def _full_once(self, call, *args):
+        self._sends += 1
+        if self._sends == 1:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return call(*args)
+
+    def send(self, *args):
+        return self._full_once(self._sock.send, *args)
+
+    def sendmsg(self, *args):
+        return self._full_once(self._sock.sendmsg, *args)
+
+    def recv_into(self, *args):
+        self._reads += 1
+        if self._reads == 1:
+            select.select([self._sock], [], [], T)
+            return self._sock.recv_into(*args)
+        raise ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
 
     def __getattr__(self, name):
         return getattr(self._sock, name)
@@ -426,6 +460,21 @@ class Failures(Base):
         self.assertTrue(c.closed)
         # an answer that arrived before the close is still there
         self.assertEqual(c.result(other)["method"], "status")
+        with self.assertRaises(ConnectionLost):
+            c.ping()
+
+    def test_an_answer_read_before_a_reset_still_counts(self):
+        # A daemon refusing a message answers, then closes with the rest of
+        # the message unread.  A client whose send found the socket full
+        # reads the answer, and its next read fails with ECONNRESET: the
+        # answer came first and is the call's result.
+        s = self.server(on_connect=lambda conn: conn.respond(
+            1, error={"code": 1011, "name": "MESSAGE_TOO_LARGE",
+                      "message": "The message is larger than max_message."}) and False)
+        c = self.client(s)
+        c._sock = _ResetAfterAnswer(c._sock)
+        with self.assertRaises(MessageTooLarge):
+            c.buffer_write("b", b"\x00" * (1 << 20))
         with self.assertRaises(ConnectionLost):
             c.ping()
 
