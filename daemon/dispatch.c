@@ -10,15 +10,24 @@
 /* How long each side of the hand-off stays awake for the other (bounded
  * spins; dsp_set_spin_us, the [daemon] spin_us key).  On these virtual
  * machines waking a sleeping thread costs tens of microseconds, more than
- * a short dispatch: the device thread keeps looking for the next job this
- * long after finishing one, and the loop keeps polling (instead of
- * sleeping in epoll) this long after the last job it admitted or completed
- * while jobs are in flight.  Past the window both sleep: an idle daemon
- * uses no CPU. */
+ * a short dispatch, and waking one on a halted vCPU ~40-50 us (with
+ * guest_halt_poll_ns = 0, BENCHMARKS.md §1.3): the device thread keeps
+ * looking for the next job this long after finishing one, and the loop
+ * keeps polling (instead of sleeping in epoll) this long after the last
+ * job it admitted or completed -- after the last completion only while
+ * jobs come back to back, so that the client's next request finds the
+ * loop's vCPU awake.  Past the window both sleep: an idle daemon uses no
+ * CPU. */
 #define DSP_DEFAULT_SPIN_NS 50000u
-/* The device thread spins after a job only if that job was admitted
- * within this many spin windows of the previous one's end. */
+/* The device thread spins after a job only if that job was admitted within
+ * this many spin windows of the previous job's end. */
 #define DSP_SPIN_GAP_FACTOR 2u
+/* The loop polls on after a completion only if the last job was admitted
+ * within this many spin windows of the completions before it.  Wider than
+ * the device thread's: while the loop sleeps, that gap holds the wake-up of
+ * its halted vCPU too (a Python client's is 100-130 us, ~40 of them the
+ * wake-up), and polling is what removes it. */
+#define DSP_POLL_GAP_FACTOR 4u
 
 /* A connection's turn on the device: one job, and more of its queued jobs
  * while they start within this time of the turn's first (job_queue_t). */
@@ -77,6 +86,8 @@ struct dsp {
   /* Loop thread only. */
   uint32_t inflight;        /* admitted, completion not yet run */
   uint64_t poll_until_ns;
+  uint64_t last_done_ns;    /* when completions last ran */
+  bool poll_after_done;     /* the last job came soon after them: poll on */
   void (*batch_begin)(void *data), (*batch_end)(void *data);
   void *batch_data;
 };
@@ -273,6 +284,8 @@ static void *device_thread(void *arg) {
   return NULL;
 }
 
+static void start_polling(dsp_t *dsp);
+
 /* Loop thread: run the completions of the finished jobs. */
 static void complete_done(dsp_t *dsp) {
   dsp_job_t *job, *next;
@@ -281,7 +294,9 @@ static void complete_done(dsp_t *dsp) {
   atomic_store(&dsp->ndone, 0);
   pthread_mutex_unlock(&dsp->lock);
   if (!job) return;
-  dsp->poll_until_ns = dsp_now_ns() + atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
+  dsp->last_done_ns = dsp_now_ns();
+  dsp->poll_until_ns =
+      dsp->last_done_ns + atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
   if (dsp->batch_begin) dsp->batch_begin(dsp->batch_data);
   for (; job; job = next) {
     next = job->next;
@@ -289,6 +304,7 @@ static void complete_done(dsp_t *dsp) {
     job->complete(job);
   }
   if (dsp->batch_end) dsp->batch_end(dsp->batch_data);
+  if (dsp->poll_after_done) start_polling(dsp); /* for the client's next request */
 }
 
 void dsp_set_batch_hooks(dsp_t *dsp, void (*begin)(void *data), void (*end)(void *data),
@@ -314,8 +330,9 @@ static void on_poll(uv_idle_t *idle) {
   if (atomic_load_explicit(&dsp->ndone, memory_order_relaxed) > 0)
     complete_done(dsp);
   else
-    sched_yield(); /* the device thread may be waiting for this CPU */
-  if (dsp->inflight == 0 || dsp_now_ns() >= dsp->poll_until_ns) stop_polling(dsp);
+    sched_yield(); /* the device thread, or the client, may be waiting for this CPU */
+  if ((dsp->inflight == 0 && !dsp->poll_after_done) || dsp_now_ns() >= dsp->poll_until_ns)
+    stop_polling(dsp);
 }
 
 static void start_polling(dsp_t *dsp) {
@@ -384,6 +401,9 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
    * otherwise run only to block on the lock still held here. */
   if (wake) pthread_cond_signal(&dsp->wake);
   if (rc == 0) {
+    uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
+    dsp->poll_after_done = dsp->last_done_ns &&
+                           job->admitted_ns - dsp->last_done_ns <= DSP_POLL_GAP_FACTOR * window;
     dsp->inflight++;
     start_polling(dsp);
   }
