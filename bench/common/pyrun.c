@@ -1,6 +1,7 @@
 #include "pyrun.h"
 
 #include <errno.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +13,42 @@
 #define MAX_ARGS 16
 #define OUT_CAP 4096
 
-/* The child: stdout into the pipe, the client on PYTHONPATH, exec. */
-static void exec_python(int out_fd, const char *script, const char *const *args) {
+extern char **environ;
+
+/* Start the interpreter with stdout into out_fd and the client on
+ * PYTHONPATH.  posix_spawn, not fork: a fork write-protects every page of
+ * this process, and the benchmark's next writes into its buffers (the
+ * client's receive buffer among them) would each take a page fault that is
+ * the fork's, not the client's. */
+static pid_t spawn_python(int out_fd, int other_fd, const char *script, const char *const *args) {
   const char *argv[MAX_ARGS + 4] = {"python3", "-c", script};
-  size_t n = 3;
+  char **envp, pythonpath[] = "PYTHONPATH=" PTOD_BENCH_PYTHONPATH;
+  size_t n = 3, nenv = 0;
+  posix_spawn_file_actions_t fa;
+  pid_t pid = -1;
+  int rc;
   for (size_t i = 0; args && args[i] && i < MAX_ARGS; i++) argv[n++] = args[i];
   argv[n] = NULL;
-  dup2(out_fd, 1);
-  setenv("PYTHONPATH", PTOD_BENCH_PYTHONPATH, 1);
-  execv(PYTHON, (char *const *)argv);
-  fprintf(stderr, "Failed to run '%s': %s.\n", PYTHON, strerror(errno));
-  _exit(127);
+  while (environ[nenv]) nenv++;
+  envp = calloc(nenv + 2, sizeof(*envp));
+  if (!envp) return -1;
+  n = 0;
+  for (size_t i = 0; i < nenv; i++)
+    if (strncmp(environ[i], "PYTHONPATH=", 11) != 0) envp[n++] = environ[i];
+  envp[n++] = pythonpath;
+  envp[n] = NULL;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+  posix_spawn_file_actions_addclose(&fa, out_fd);
+  posix_spawn_file_actions_addclose(&fa, other_fd);
+  rc = posix_spawn(&pid, PYTHON, &fa, NULL, (char *const *)argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  free(envp);
+  if (rc != 0) {
+    fprintf(stderr, "Failed to run '%s': %s.\n", PYTHON, strerror(rc));
+    return -1;
+  }
+  return pid;
 }
 
 int bench_python(const char *script, const char *const *args, double *ret, size_t n) {
@@ -32,17 +58,12 @@ int bench_python(const char *script, const char *const *args, double *ret, size_
   pid_t pid;
 
   if (pipe(fds) < 0) return -1;
-  pid = fork();
+  pid = spawn_python(fds[1], fds[0], script, args);
+  close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
-    close(fds[1]);
     return -1;
   }
-  if (pid == 0) {
-    close(fds[0]);
-    exec_python(fds[1], script, args);
-  }
-  close(fds[1]);
   /* Read to EOF (past what fits, so the child never blocks on a full pipe). */
   for (;;) {
     char rest[512];
