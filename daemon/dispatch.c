@@ -207,7 +207,7 @@ static void finish(dsp_t *dsp, dsp_job_t *job, uint64_t now) {
  * last answer within the client's turnaround, so the spin saves a
  * wake-up; after an idle time the spin would only take the CPU that the
  * client, woken by the answer, needs (noop after 20 ms idle: 154-156 us
- * against 172-225 us spinning after every job, BENCHMARKS.md §1.1).
+ * against 172-225 us spinning after every job, when this rule came in).
  * Yields now and then: on a 2-vCPU machine the thread that will admit the
  * job may need this CPU. */
 static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
