@@ -15,8 +15,8 @@
  * looking for the next job this long after finishing one, and the loop
  * keeps polling (instead of sleeping in epoll) this long after the last
  * job it admitted or completed -- after the last completion only while
- * jobs come back to back, so that the client's next request finds the
- * loop's vCPU awake.  Past the window both sleep: an idle daemon uses no
+ * jobs come back to back one at a time, so that the client's next request
+ * finds the loop's vCPU awake.  Past the window both sleep: an idle daemon uses no
  * CPU. */
 #define DSP_DEFAULT_SPIN_NS 50000u
 /* The device thread spins after a job only if that job was admitted within
@@ -402,7 +402,9 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
   if (wake) pthread_cond_signal(&dsp->wake);
   if (rc == 0) {
     uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
-    dsp->poll_after_done = dsp->last_done_ns &&
+    /* A client waiting for each answer (nothing else in flight): poll on
+     * after its answer.  A pipelining one keeps the loop busy anyway. */
+    dsp->poll_after_done = dsp->inflight == 0 && dsp->last_done_ns &&
                            job->admitted_ns - dsp->last_done_ns <= DSP_POLL_GAP_FACTOR * window;
     dsp->inflight++;
     start_polling(dsp);
