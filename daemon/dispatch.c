@@ -16,8 +16,8 @@
  * keeps polling (instead of sleeping in epoll) this long after the last
  * job it admitted or completed -- after the last completion only while
  * jobs come back to back one at a time, so that the client's next request
- * finds the loop's vCPU awake.  Past the window both sleep: an idle daemon uses no
- * CPU. */
+ * finds the loop's vCPU awake.  Past the window both sleep: an idle daemon
+ * uses no CPU. */
 #define DSP_DEFAULT_SPIN_NS 50000u
 /* The device thread spins after a job only if that job was admitted within
  * this many spin windows of the previous job's end. */
