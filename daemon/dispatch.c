@@ -199,21 +199,28 @@ static void finish(dsp_t *dsp, dsp_job_t *job, uint64_t now) {
   if (!atomic_load(&dsp->loop_polling)) uv_async_send(&dsp->done_async);
 }
 
+/* Whether a job admitted at `at` came within `factor` spin windows of
+ * `since`, the end of what came before it (0: nothing did; admitted before
+ * it: at once).  Both sides' spins ask this, as KVM's halt polling grows
+ * and shrinks its window. */
+static bool came_soon(uint64_t at, uint64_t since, uint64_t window, uint32_t factor) {
+  return since != 0 && (at <= since || at - since <= (uint64_t)factor * window);
+}
+
 /* Device thread, without the lock: look for the next job for a while
- * before sleeping on the condition variable, if the last job came soon
- * enough after the one before that a spin would have caught it (`gap_ns`,
- * from the previous job's end to the last one's admission: as KVM's halt
- * polling grows and shrinks its window).  Back to back a job follows the
- * last answer within the client's turnaround, so the spin saves a
- * wake-up; after an idle time the spin would only take the CPU that the
- * client, woken by the answer, needs (noop after 20 ms idle: 154-156 us
- * against 172-225 us spinning after every job, when this rule came in).
- * Yields now and then: on a 2-vCPU machine the thread that will admit the
- * job may need this CPU. */
-static void spin_for_job(dsp_t *dsp, uint64_t gap_ns) {
+ * before sleeping on the condition variable, if the last job (admitted at
+ * `admitted_ns`) came soon enough after the previous one's end
+ * (`prev_end_ns`) that a spin would have caught it.  Back to back a job
+ * follows the last answer within the client's turnaround, so the spin
+ * saves a wake-up; after an idle time the spin would only take the CPU
+ * that the client, woken by the answer, needs (noop after 20 ms idle:
+ * 154-156 us against 172-225 us spinning after every job, when this rule
+ * came in).  Yields now and then: on a 2-vCPU machine the thread that will
+ * admit the job may need this CPU. */
+static void spin_for_job(dsp_t *dsp, uint64_t admitted_ns, uint64_t prev_end_ns) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
-  if (window == 0 || gap_ns > DSP_SPIN_GAP_FACTOR * window) return;
+  if (window == 0 || !came_soon(admitted_ns, prev_end_ns, window, DSP_SPIN_GAP_FACTOR)) return;
   for (uint32_t i = 1; atomic_load_explicit(&dsp->nqueued, memory_order_relaxed) == 0; i++) {
     if (atomic_load_explicit(&dsp->stop_spin, memory_order_relaxed)) return;
     cpu_relax();
@@ -241,7 +248,7 @@ static void __attribute__((noinline)) warm_thread(void) {
 
 static void *device_thread(void *arg) {
   dsp_t *dsp = arg;
-  uint64_t now, last_end_ns = 0, gap_ns = UINT64_MAX; /* see spin_for_job */
+  uint64_t now, last_end_ns = 0, admitted_ns = 0, prev_end_ns = 0; /* see spin_for_job */
   pthread_setname_np(pthread_self(), "ptod-device");
   warm_thread();
   pthread_mutex_lock(&dsp->lock);
@@ -249,7 +256,7 @@ static void *device_thread(void *arg) {
     dsp_job_t *job;
     if (!dsp->queued.count && !dsp->stopping) {
       pthread_mutex_unlock(&dsp->lock);
-      spin_for_job(dsp, gap_ns);
+      spin_for_job(dsp, admitted_ns, prev_end_ns);
       pthread_mutex_lock(&dsp->lock);
     }
     while (!dsp->queued.count && !dsp->stopping) {
@@ -265,7 +272,8 @@ static void *device_thread(void *arg) {
     pthread_mutex_unlock(&dsp->lock);
 
     job->started_ns = now;
-    gap_ns = job->admitted_ns > last_end_ns ? job->admitted_ns - last_end_ns : 0;
+    admitted_ns = job->admitted_ns;
+    prev_end_ns = last_end_ns;
     if (job->gone && atomic_load_explicit(job->gone, memory_order_acquire))
       job->outcome = DSP_CANCELLED;
     else if (job->deadline_ns && job->started_ns > job->deadline_ns)
@@ -404,8 +412,9 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
     /* A client waiting for each answer (nothing else in flight): poll on
      * after its answer.  A pipelining one keeps the loop busy anyway. */
-    dsp->poll_after_done = dsp->inflight == 0 && dsp->last_done_ns &&
-                           job->admitted_ns - dsp->last_done_ns <= DSP_POLL_GAP_FACTOR * window;
+    dsp->poll_after_done =
+        dsp->inflight == 0 &&
+        came_soon(job->admitted_ns, dsp->last_done_ns, window, DSP_POLL_GAP_FACTOR);
     dsp->inflight++;
     start_polling(dsp);
   }
