@@ -32,10 +32,7 @@ static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
                   const proto_params_t *params) {
   msgpack_packer pk;
   int rc;
-  msgpack_sbuffer_clear(&c->out.sb);
-  c->out.refs.sb = &c->out.sb;
-  c->out.refs.n = 0;
-  msgpack_packer_init(&pk, &c->out.refs, proto_refbuf_write);
+  proto_refbuf_begin(&c->out.refs, &c->out.sb, NULL, NULL, &pk);
   rc = proto_pack_request_begin(&pk, msgid, proto_method_name(method));
   return rc < 0 ? rc : proto_params_pack(&pk, method, params);
 }

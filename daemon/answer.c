@@ -9,12 +9,7 @@
 int answer_encode(msgpack_sbuffer *sb, proto_refbuf_t *refs, uint32_t msgid, proto_method_t method,
                   const proto_result_t *result, const void *lo, const void *hi) {
   msgpack_packer pk;
-  msgpack_sbuffer_clear(sb);
-  refs->sb = sb;
-  refs->lo = lo;
-  refs->hi = hi;
-  refs->n = 0;
-  msgpack_packer_init(&pk, refs, proto_refbuf_write);
+  proto_refbuf_begin(refs, sb, lo, hi, &pk);
   if (proto_pack_response_begin(&pk, msgid) < 0 || proto_result_pack(&pk, method, result) < 0) {
     refs->n = 0;
     return -ENOMEM;

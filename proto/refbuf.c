@@ -20,6 +20,16 @@ int proto_refbuf_write(void *data, const char *buf, size_t len) {
   return 0;
 }
 
+void proto_refbuf_begin(proto_refbuf_t *rb, msgpack_sbuffer *sb, const void *lo, const void *hi,
+                        msgpack_packer *pk) {
+  msgpack_sbuffer_clear(sb);
+  rb->sb = sb;
+  rb->lo = lo;
+  rb->hi = hi;
+  rb->n = 0;
+  msgpack_packer_init(pk, rb, proto_refbuf_write);
+}
+
 size_t proto_refbuf_iov(const proto_refbuf_t *rb, struct iovec *iov) {
   size_t n = 0, from = 0;
   for (size_t i = 0; i < rb->n; i++) {

@@ -35,6 +35,11 @@ typedef struct proto_refbuf {
 
 int proto_refbuf_write(void *data, const char *buf, size_t len);
 
+/* Start a message: sb cleared, rb emptied and pointed at sb and [lo, hi)
+ * (lo NULL: any long piece), pk writing through proto_refbuf_write. */
+void proto_refbuf_begin(proto_refbuf_t *rb, msgpack_sbuffer *sb, const void *lo, const void *hi,
+                        msgpack_packer *pk);
+
 /* The iovecs proto_refbuf_iov may fill: 2 n + 1. */
 static inline size_t proto_refbuf_iov_max(const proto_refbuf_t *rb) { return 2 * rb->n + 1; }
 
