@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "schema.h"
 
 const char *pto_method_name(pto_method_t method) {
   return proto_method_name((proto_method_t)method);
@@ -145,18 +146,6 @@ static const req_def_t requests[PROTO_M_COUNT] = {
     [PTO_METHOD_SHM_UNREGISTER] = {.not_sendable = true},
 };
 
-/* A length of 4 or 8 bytes at base + off. */
-static uint64_t get_len(const char *base, size_t off, size_t size) {
-  uint32_t v32;
-  uint64_t v64;
-  if (size == sizeof(v32)) {
-    memcpy(&v32, base + off, sizeof(v32));
-    return v32;
-  }
-  memcpy(&v64, base + off, sizeof(v64));
-  return v64;
-}
-
 /* One row.  *ret_args gets the converted arguments, for the caller to free. */
 static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_t *p,
                      proto_arg_t **ret_args, pto_error_t *err) {
@@ -171,7 +160,8 @@ static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_
       return 0;
     case RQ_U64: memcpy(to, from, sizeof(uint64_t)); return 0;
     case RQ_BIN: {
-      proto_bytes_t b = {ptr, (size_t)get_len((const char *)req, r->from_len, r->len_size)};
+      size_t len = (size_t)schema_load_uint((const char *)req + r->from_len, r->len_size);
+      proto_bytes_t b = {ptr, len};
       if (!ptr && !r->what) return 0;
       if (!ptr && b.len) return missing(err, pto_method_name(req->method), r->what);
       if (!ptr) b.ptr = (const uint8_t *)""; /* a present empty bin needs a non-NULL pointer */
@@ -180,7 +170,7 @@ static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_
     }
     case RQ_CONFIG: client_config_to_proto(ptr, (proto_config_t *)(void *)to); return 0;
     case RQ_ARGS: {
-      uint32_t n = (uint32_t)get_len((const char *)req, r->from_len, r->len_size);
+      uint32_t n = (uint32_t)schema_load_uint((const char *)req + r->from_len, r->len_size);
       if (n && !ptr) return missing(err, pto_method_name(req->method), r->what);
       memcpy((char *)p + r->to_len, &n, sizeof(n));
       int rc = convert_args(ptr, n, ret_args, err);

@@ -15,7 +15,7 @@
 static void *at(void *base, size_t off) { return (char *)base + off; }
 static const void *cat(const void *base, size_t off) { return (const char *)base + off; }
 
-static uint64_t load_uint(const void *p, size_t size) {
+uint64_t schema_load_uint(const void *p, size_t size) {
   switch (size) {
     case 1: {
       uint8_t v;
@@ -442,7 +442,7 @@ void schema_init(const schema_t *sc, void *base) {
 bool schema_absent(const schema_spec_t *s, const void *base) {
   const void *field = cat(base, s->off);
   switch ((schema_kind_t)s->kind) {
-    case SK_UINT: return load_uint(field, s->size) == (uint64_t)s->absent;
+    case SK_UINT: return schema_load_uint(field, s->size) == (uint64_t)s->absent;
     case SK_INT: return load_int(field, s->size) == s->absent;
     case SK_TRI: return load_int(field, sizeof(int)) < 0;
     case SK_STR:
@@ -502,9 +502,10 @@ static int pack_list(msgpack_packer *pk, const schema_spec_t *s, const void *bas
 int schema_pack(msgpack_packer *pk, const schema_spec_t *s, const void *base) {
   const void *field = cat(base, s->off);
   switch ((schema_kind_t)s->kind) {
-    case SK_UINT: return msgpack_pack_uint64(pk, load_uint(field, s->size));
+    case SK_UINT: return msgpack_pack_uint64(pk, schema_load_uint(field, s->size));
     case SK_INT: return msgpack_pack_int64(pk, load_int(field, s->size));
-    case SK_BOOL: return load_uint(field, s->size) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+    case SK_BOOL:
+      return schema_load_uint(field, s->size) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
     case SK_TRI: {
       int64_t v = load_int(field, sizeof(int));
       return v < 0 ? msgpack_pack_nil(pk) : v ? msgpack_pack_true(pk) : msgpack_pack_false(pk);

@@ -116,6 +116,10 @@ int schema_bad_value(schema_ctx_t *ctx, const char *key, const char *expect,
 /* The rows of the "dfx" map (proto/dfx.c). */
 extern const schema_t proto_dfx_schema;
 
+/* The unsigned integer of `size` bytes (1, 4 or 8) at p, as a struct
+ * field holds it. */
+uint64_t schema_load_uint(const void *p, size_t size);
+
 /* Append to the NUL-terminated text in buf[cap], cutting what does not fit:
  * the decoders name where they are ("args[2]", "queue.") on every request,
  * so this is a copy, not snprintf.  Return the new length. */
