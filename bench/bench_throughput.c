@@ -22,7 +22,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,17 +98,11 @@ static void echo_serve(int lfd) {
 
 static pid_t start_echo(char *path, size_t cap) {
   char dir[] = "/tmp/ptod-bench-echo-XXXXXX";
-  struct sockaddr_un addr;
   pid_t pid;
   int lfd;
   if (!mkdtemp(dir)) fail("mkdtemp");
   snprintf(path, cap, "%s/echo.sock", dir);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 128) < 0)
-    fail("listen");
+  lfd = bench_listen_unix(path, 128);
   pid = fork();
   if (pid < 0) fail("fork");
   if (pid == 0) echo_serve(lfd);

@@ -313,18 +313,32 @@ void bench_daemon_stop(bench_daemon_t *d) {
 
 /* ---- sockets -------------------------------------------------------------- */
 
-int bench_connect_unix(const char *path) {
-  struct sockaddr_un addr;
+/* A Unix stream socket (close-on-exec) and path's address for it. */
+static int unix_socket(const char *path, struct sockaddr_un *addr) {
   int fd;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof addr.sun_path)
-    die("The socket path '%s' is too long (at most %zu bytes).", path, sizeof addr.sun_path - 1);
-  memcpy(addr.sun_path, path, strlen(path) + 1);
+  memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof addr->sun_path)
+    die("The socket path '%s' is too long (at most %zu bytes).", path, sizeof addr->sun_path - 1);
+  memcpy(addr->sun_path, path, strlen(path) + 1);
   fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) die("Failed to create a Unix socket: %s.", strerror(errno));
+  return fd;
+}
+
+int bench_connect_unix(const char *path) {
+  struct sockaddr_un addr;
+  int fd = unix_socket(path, &addr);
   if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
     die("Failed to connect to '%s': %s.", path, strerror(errno));
+  return fd;
+}
+
+int bench_listen_unix(const char *path, int backlog) {
+  struct sockaddr_un addr;
+  int fd = unix_socket(path, &addr);
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(fd, backlog) < 0)
+    die("Failed to listen on '%s': %s.", path, strerror(errno));
   return fd;
 }
 
@@ -346,7 +360,6 @@ void bench_write_all(int fd, const void *buf, size_t len) {
 
 char *bench_capture_request(const pto_request_t *req, size_t cap, size_t *ret_len) {
   char dir[] = "/tmp/ptod-bench-cap-XXXXXX", path[64];
-  struct sockaddr_un addr;
   proto_reader_t r;
   pto_client_t *c;
   pto_error_t err;
@@ -358,12 +371,7 @@ char *bench_capture_request(const pto_request_t *req, size_t cap, size_t *ret_le
   if (!buf) die("Out of memory for a %zu-byte request.", cap);
   if (!mkdtemp(dir)) die("Failed to create a temporary directory: %s.", strerror(errno));
   snprintf(path, sizeof path, "%s/s", dir);
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, path, strlen(path) + 1);
-  lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(lfd, 1) < 0)
-    die("Failed to listen on '%s': %s.", path, strerror(errno));
+  lfd = bench_listen_unix(path, 1);
   if (pto_client_connect(path, 1000, &c, &err) < 0) die("Capture: %s", err.message);
   fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (fd < 0) die("Failed to accept on '%s': %s.", path, strerror(errno));

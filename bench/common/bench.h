@@ -92,6 +92,9 @@ const char *bench_programs_dir(void);
 /* A connected Unix stream socket to path (close-on-exec, blocking); exits
  * with the reason when it cannot connect. */
 int bench_connect_unix(const char *path);
+/* A Unix stream socket (close-on-exec) listening on path with backlog;
+ * exits with the reason when it cannot. */
+int bench_listen_unix(const char *path, int backlog);
 /* Write all len bytes to fd: retries on EINTR, waits for room on a
  * non-blocking fd; exits with the reason on any other failure. */
 void bench_write_all(int fd, const void *buf, size_t len);
