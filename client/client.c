@@ -2,11 +2,13 @@
  * itself (pto/client.h).  Its requests are pending.c's, its reading
  * receive.c's, its writing send.c's (connection.h). */
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -43,7 +45,48 @@ int conn_poll_timeout(int64_t deadline) {
 
 /* --- connect ------------------------------------------------------------------------ */
 
+/* Whether this process is in group gid (effective or supplementary). */
+static bool in_group(gid_t gid) {
+  gid_t groups[256];
+  int n = getgroups(256, groups);
+  if (gid == getegid()) return true;
+  for (int i = 0; i < n; i++)
+    if (groups[i] == gid) return true;
+  return n < 0; /* cannot tell: do not claim otherwise */
+}
+
+/* EACCES on path: when the group of its directory is one this process is
+ * not in, name it in group (len bytes) and return true. */
+static bool denied_by_group(const char *path, char *group, size_t len) {
+  char dir[PTO_SOCKET_PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  struct group gr, *res = NULL;
+  char buf[1024];
+  struct stat st;
+  size_t n = slash ? (size_t)(slash - path) : 0;
+  if (n == 0 || n >= sizeof dir) return false;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  if (stat(dir, &st) < 0 || in_group(st.st_gid)) return false;
+  if (getgrgid_r(st.st_gid, &gr, buf, sizeof buf, &res) == 0 && res)
+    snprintf(group, len, "%s", gr.gr_name);
+  else
+    snprintf(group, len, "%u", (unsigned)st.st_gid);
+  return true;
+}
+
 static int connect_error(pto_error_t *err, const char *path, int errnum) {
+  char group[64];
+  pto_error_t local;
+  if (!err) err = &local;
+  if ((errnum == EACCES || errnum == EPERM) && denied_by_group(path, group, sizeof group)) {
+    client_error(err, PTO_E_CONNECT_FAILED,
+                 "Cannot connect to ptod at '%s': permission denied; you are not in group '%s'.",
+                 path, group);
+    snprintf(err->hint, sizeof(err->hint),
+             "Ask the operator to add you to group '%s' (then log in again).", group);
+    return -PTO_E_CONNECT_FAILED;
+  }
   client_error(err, PTO_E_CONNECT_FAILED, "Cannot connect to ptod at '%s': %s.", path,
                strerror(errnum));
   switch (errnum) {
@@ -136,22 +179,40 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   return 0;
 }
 
+/* A failed connect to a built-in path: add what was skipped on the way. */
+static int with_skipped(int rc, const char *skipped, pto_error_t *err) {
+  size_t used;
+  if (!skipped[0] || !err) return rc;
+  used = strlen(err->message);
+  snprintf(err->message + used, sizeof(err->message) - used, " %s", skipped);
+  return rc;
+}
+
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err) {
-  char path[PTO_SOCKET_PATH_MAX];
-  int rc = pto_find_socket_path(device, path, sizeof(path));
+  char path[PTO_SOCKET_PATH_MAX], skipped[sizeof((*ret_client)->path_warning)];
+  int rc = pto_find_socket_path(device, path, sizeof(path), skipped, sizeof(skipped));
   if (rc == -EINVAL)
     return client_error(ret_err, PTO_E_INVALID_ARGUMENT,
                         "The device must be a number in 0..255, got %d.", device);
+  if (rc == -EPERM)
+    return client_error(ret_err, PTO_E_CONNECT_FAILED,
+                        "No socket for device %d can be trusted. %s Give the socket path "
+                        "explicitly (or PTOD_SOCKET) if you trust it.",
+                        device, skipped);
   if (rc < 0)
     return client_error(ret_err, PTO_E_CONNECT_FAILED,
                         "The built-in socket path for device %d does not fit in %d bytes; set "
                         "XDG_RUNTIME_DIR to a shorter directory or give the socket path.",
                         device, PTO_SOCKET_PATH_MAX);
   rc = pto_client_connect(path, timeout_ms, ret_client, ret_err);
-  if (rc == 0) (*ret_client)->device = device;
-  return rc;
+  if (rc < 0) return with_skipped(rc, skipped, ret_err);
+  (*ret_client)->device = device;
+  snprintf((*ret_client)->path_warning, sizeof((*ret_client)->path_warning), "%s", skipped);
+  return 0;
 }
+
+const char *pto_client_path_warning(const pto_client_t *c) { return c ? c->path_warning : ""; }
 
 const char *pto_client_env_socket(void) {
   const char *s = getenv(PTO_SOCKET_ENV);

@@ -50,6 +50,7 @@ typedef struct send_out {
 struct pto_client {
   int fd; /* -1 once the connection is dead */
   char path[PTO_SOCKET_PATH_MAX];
+  char path_warning[512]; /* built-in paths skipped as untrusted, or "" */
   int device;
   uint32_t next_msgid;
 

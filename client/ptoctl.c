@@ -175,9 +175,12 @@ static void report_error(const ctl_t *c, const target_t *t, const pto_error_t *e
 static int connect_all(ctl_t *c) {
   for (int i = 0; i < c->ntargets; i++) {
     target_t *t = &c->targets[i];
-    if (t->device >= 0)
+    if (t->device >= 0) {
       t->rc = pto_client_connect_device(t->device, c->connect_timeout_ms, &t->client, &t->err);
-    else
+      /* A failed connect says it in its error. */
+      if (t->rc == 0 && pto_client_path_warning(t->client)[0])
+        fprintf(stderr, "ptoctl: warning: %s\n", pto_client_path_warning(t->client));
+    } else
       t->rc = pto_client_connect(t->socket, c->connect_timeout_ms, &t->client, &t->err);
   }
   return 0;
@@ -903,7 +906,7 @@ static int add_target(ctl_t *c, int device, const char *socket) {
   t->device = device;
   if (socket) {
     snprintf(t->socket, sizeof(t->socket), "%s", socket);
-  } else if (pto_find_socket_path(device, t->socket, sizeof(t->socket)) < 0) {
+  } else if (pto_find_socket_path(device, t->socket, sizeof(t->socket), NULL, 0) < 0) {
     snprintf(t->socket, sizeof(t->socket), "(device %d)", device);
   }
   return 0;

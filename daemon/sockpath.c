@@ -74,6 +74,24 @@ static int check_prefixes(const char *dir, pto_error_t *err) {
   return 0;
 }
 
+/* The socket's own directory: a sticky bit keeps others from removing our
+ * socket, not from binding the name while ptod restarts, nor from planting
+ * a socket there for clients to find.  So nobody else may write it. */
+static int check_parent(const char *dir, pto_error_t *err) {
+  struct stat st;
+  if (stat(dir, &st) < 0)
+    return pto_error_set(err, PTO_E_INVALID_CONFIG, "Cannot inspect socket directory '%s': %s.",
+                         dir, strerror(errno));
+  if (st.st_mode & 0022)
+    return pto_error_set(err, PTO_E_INVALID_CONFIG,
+                         "Socket directory '%s' (mode %04o) is writable by others, who could take "
+                         "the socket's name while ptod restarts or plant one for clients; use a "
+                         "directory of its own, 0755 or tighter (e.g. /run/ptod), for [daemon] "
+                         "socket.",
+                         dir, (unsigned)(st.st_mode & 07777));
+  return 0;
+}
+
 int sockpath_check_dirs(const char *path, pto_error_t *err) {
   char dir[PATH_MAX], real[PATH_MAX];
   const char *slash = strrchr(path, '/');
@@ -93,7 +111,8 @@ int sockpath_check_dirs(const char *path, pto_error_t *err) {
   if (!realpath(dir, real))
     return pto_error_set(err, PTO_E_INVALID_CONFIG, "Cannot resolve socket directory '%s': %s.",
                          dir, strerror(errno));
-  return strcmp(real, dir) == 0 ? 0 : check_prefixes(real, err);
+  rc = strcmp(real, dir) == 0 ? 0 : check_prefixes(real, err);
+  return rc < 0 ? rc : check_parent(real, err);
 }
 
 static void fill_addr(struct sockaddr_un *addr, const char *path) {

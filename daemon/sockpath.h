@@ -7,7 +7,9 @@
  * path is checked, both as written and with symbolic links resolved:
  * each directory must belong to root or to the daemon's user and must not
  * be writable by group or others unless it is sticky (/tmp), and each
- * symbolic link must belong to root or to the daemon's user.
+ * symbolic link must belong to root or to the daemon's user.  The
+ * socket's own directory must not be writable by group or others even
+ * when sticky: there anyone could take the name while ptod restarts.
  *
  * Nothing here logs except the notice that a stale socket was removed.
  */

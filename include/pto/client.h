@@ -124,9 +124,23 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
 /* Connect to device `device` (0..255) at the built-in socket path ptod uses
  * when its config names none: /run/ptod/ptod<N>.sock for root,
  * $XDG_RUNTIME_DIR/ptod/ptod<N>.sock or /tmp/ptod-<uid>/ptod<N>.sock for
- * anyone else (docs/configuration.md). */
+ * anyone else, else the system daemon's /run/ptod/ptod<N>.sock
+ * (docs/configuration.md).  A built-in path is taken only when nobody but
+ * the daemon meant could have put the socket there (its directory and the
+ * socket are the caller's, or root's / the user ptod's for /run/ptod, and
+ * nobody else can write the directory); one that cannot be trusted is
+ * skipped and pto_client_path_warning() says why, or, when the connect
+ * fails, the error message does.  With no path left to trust it fails
+ * with PTO_E_CONNECT_FAILED.  A user the system socket refuses is told
+ * which group to join. */
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err);
+
+/* "" or, for a connection made to a built-in path, one sentence per
+ * built-in socket skipped because it could not be trusted (another user
+ * may have planted it).  The library does not log: show it as a warning.
+ * Valid until pto_client_close(); "" for NULL. */
+const char *pto_client_path_warning(const pto_client_t *c);
 
 /* The environment variable that names the socket of the daemon a client
  * talks to when nothing else does, like DOCKER_HOST: ptoctl without -s or

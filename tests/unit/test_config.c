@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -1061,9 +1063,66 @@ START_TEST(socket_paths) {
   ck_assert_int_eq(pto_socket_path_for(geteuid(), NULL, getenv("XDG_RUNTIME_DIR"), 2, want,
                                        sizeof(want)),
                    0);
-  ck_assert_int_eq(pto_find_socket_path(2, buf, sizeof(buf)), 0);
+  ck_assert_int_eq(pto_find_socket_path(2, buf, sizeof(buf), NULL, 0), 0);
   ck_assert_str_eq(buf, want);
   ck_assert_str_eq(buf, want);
+}
+END_TEST
+
+/* A Unix socket bound at path (the fd stays open). */
+static int bind_socket_at(const char *path) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  return fd;
+}
+
+static void assert_trust(const char *path, const uid_t *owners, size_t n, pto_socket_trust_t want,
+                         const char *why_has) {
+  char why[256];
+  ck_assert_int_eq(pto_socket_trust(path, owners, n, why, sizeof why), want);
+  if (why_has) ck_assert_msg(strstr(why, why_has), "'%s' lacks '%s'", why, why_has);
+}
+
+/* Who a client trusts at a built-in path: a socket another uid could have
+ * put there is refused with a reason (the planted-socket attack of issue
+ * 18; the chown cases need root, as the test suite runs). */
+START_TEST(socket_trust) {
+  char sdir[] = "/tmp/ptod-trust-XXXXXX", sock[64], link[64], file[64];
+  uid_t me = geteuid(), other = 54321, both[2] = {0, 54321};
+  int fd;
+  ck_assert_ptr_nonnull(mkdtemp(sdir));
+  snprintf(sock, sizeof sock, "%s/ptod0.sock", sdir);
+  snprintf(link, sizeof link, "%s-link/ptod0.sock", sdir);
+  snprintf(file, sizeof file, "%s/ptod1.sock", sdir);
+  assert_trust(sock, &me, 1, PTO_SOCKET_ABSENT, NULL);
+  fd = bind_socket_at(sock);
+  assert_trust(sock, &me, 1, PTO_SOCKET_TRUSTED, NULL);
+  ck_assert_int_eq(chmod(sdir, 01777), 0); /* sticky does not help */
+  assert_trust(sock, &me, 1, PTO_SOCKET_UNTRUSTED, "(mode 1777) is writable by others");
+  ck_assert_int_eq(chmod(sdir, 0700), 0);
+  {
+    char l[64];
+    snprintf(l, sizeof l, "%s-link", sdir);
+    ck_assert_int_eq(symlink(sdir, l), 0);
+    assert_trust(link, &me, 1, PTO_SOCKET_UNTRUSTED, "is not a directory");
+    unlink(l);
+  }
+  close(open(file, O_CREAT | O_WRONLY, 0600));
+  assert_trust(file, &me, 1, PTO_SOCKET_UNTRUSTED, "is not a socket");
+  if (me == 0) {
+    ck_assert_int_eq(chown(sock, other, (gid_t)-1), 0);
+    assert_trust(sock, &me, 1, PTO_SOCKET_UNTRUSTED, "the socket belongs to uid 54321");
+    ck_assert_int_eq(chown(sdir, other, (gid_t)-1), 0);
+    assert_trust(sock, &me, 1, PTO_SOCKET_UNTRUSTED, "belongs to uid 54321");
+    assert_trust(sock, both, 2, PTO_SOCKET_TRUSTED, NULL); /* root or the daemon's user */
+  }
+  close(fd);
+  unlink(sock);
+  unlink(file);
+  ck_assert_int_eq(rmdir(sdir), 0);
 }
 END_TEST
 
@@ -1208,6 +1267,7 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, example_config_documents_every_key);
   tcase_add_test(tc, docs_document_every_key);
   tcase_add_test(tc, socket_paths);
+  tcase_add_test(tc, socket_trust);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -16,6 +16,7 @@ c.shm(nbytes) gives a region whose slices are arguments.
 from .shm import Region, ShmArg
 from .args import Buffer, Data, InOut, Out, Scalar, encode_arg, encode_args, f32, from_f32
 from .client import DEFAULT_TIMEOUT, Client, default_socket_path, socket_path_for
+from .paths import UntrustedSocketWarning
 from .config import INT32_MAX, MAX_TASK_WINDOW, PLATFORMS, RING_FIELDS, RunConfig, as_config
 from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note
 from .errors import (
@@ -38,7 +39,7 @@ __all__ = [
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
     "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
-    "sizing_env_note", "check_where", "run", "save_dfx", "DfxRefused", "Region", "ShmArg",
+    "sizing_env_note", "UntrustedSocketWarning", "check_where", "run", "save_dfx", "DfxRefused", "Region", "ShmArg",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
     "CallTimeout", "ProtocolError", "Unsupported", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",

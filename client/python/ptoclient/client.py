@@ -37,6 +37,7 @@ ConnectionLost.
 """
 
 import collections
+import grp
 import itertools
 from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 import math
@@ -44,7 +45,6 @@ import mmap
 import os
 import select
 import socket
-import stat
 import statistics
 import threading
 import time
@@ -56,6 +56,7 @@ from .shm import BYTES_MAX, Region, ShmArg, fd_ancillary, make_memfd
 from .config import as_config
 from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
 from .where import check_where
+from .paths import default_socket_path, socket_path_for  # noqa: F401
 from .wire import BULK_MIN, pack_request, pack_request_parts
 from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
                      Unsupported, error_from_wire)
@@ -63,7 +64,6 @@ from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
-SOCKET_PATH_MAX = 108        # sizeof(sockaddr_un.sun_path), NUL included
 _RECV_SIZE = 256 << 10     # what one read takes; a Unix socket rarely holds more
 _MSGID_MAX = (1 << 32) - 1
 _UNSET = object()
@@ -71,43 +71,21 @@ _IOV_MAX = 64                # buffers per sendmsg, well under Linux's 1024
 _region_ids = itertools.count(1)  # region names: unique in this process
 
 
-def socket_path_for(euid: int, xdg_runtime_dir: Optional[str], device: int) -> str:
-    """ptod's built-in socket path for an effective uid and XDG_RUNTIME_DIR
-    value (None = unset); proto/paths.h has the same rule."""
-    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device <= 255:
-        raise ValueError("device must be an integer in [0, 255], got %r." % (device,))
-    if euid == 0:
-        path = "/run/ptod/ptod%d.sock" % device
-    elif xdg_runtime_dir and xdg_runtime_dir.startswith("/"):
-        path = "%s/ptod/ptod%d.sock" % (xdg_runtime_dir, device)
-    else:
-        path = "/tmp/ptod-%d/ptod%d.sock" % (euid, device)
-    if len(os.fsencode(path)) >= SOCKET_PATH_MAX:
-        raise ValueError("The socket path %s is longer than a Unix socket path can be (%d bytes); "
-                         "pass socket_path= explicitly." % (path, SOCKET_PATH_MAX - 1))
-    return path
-
-
-def default_socket_path(device: int = 0) -> str:
-    """Where a client connects to ptod for `device` unless told otherwise
-    (proto/paths.h): the path a daemon of this user listens on —
-    /run/ptod/ptod<device>.sock for root, else
-    $XDG_RUNTIME_DIR/ptod/ptod<device>.sock when XDG_RUNTIME_DIR is
-    absolute, else /tmp/ptod-<uid>/ptod<device>.sock — when a socket is
-    there; else the system daemon's /run/ptod/ptod<device>.sock when a
-    socket is there; else the user's path."""
-    own = socket_path_for(os.geteuid(), os.environ.get("XDG_RUNTIME_DIR"), device)
-    system = socket_path_for(0, None, device)
-    if not _is_socket(own) and _is_socket(system):
-        return system
-    return own
-
-
-def _is_socket(path):
+def _denied_why(path):
+    """Why a connect to path was refused, as far as this process can tell:
+    the group of its directory when this process is not in it."""
     try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
+        gid = os.stat(os.path.dirname(path) or ".").st_gid
     except OSError:
-        return False
+        gid = None
+    if gid is not None and gid != os.getegid() and gid not in os.getgroups():
+        try:
+            name = grp.getgrgid(gid).gr_name
+        except KeyError:
+            name = str(gid)
+        return ("you are not in group '%s'; ask the operator to add you to it (then log in "
+                "again)." % name)
+    return "ask the operator to give your user access to the socket."
 
 
 _SECONDS = (float, int)
@@ -233,8 +211,8 @@ class Client:
                                 % where) from None
         except PermissionError:
             sock.close()
-            raise ConnectFailed("Cannot connect to %s: permission denied; ask the operator to "
-                                "give your user access to the socket." % where) from None
+            raise ConnectFailed("Cannot connect to %s: permission denied; %s"
+                                % (where, _denied_why(self.socket_path))) from None
         except socket.timeout:
             sock.close()
             raise ConnectFailed("Cannot connect to %s: not accepted within %g s (the daemon is "

@@ -3,8 +3,13 @@
 import array
 import os
 import pickle
+import shutil
+import socket
 import sys
+import tempfile
 import unittest
+from unittest import mock
+import warnings
 
 import msgpack
 
@@ -229,6 +234,59 @@ class SocketPath(unittest.TestCase):
                 socket_path_for(1000, None, bad)
         with self.assertRaises(ValueError):
             socket_path_for(1000, "/" + "d" * 100, 0)
+
+    def planted(self, mode=0o700):
+        """An XDG_RUNTIME_DIR whose ptod/ptod0.sock is a listening socket
+        in a directory of `mode`, both owned by this process's euid."""
+        runtime = tempfile.mkdtemp(prefix="ptoclient-trust-")
+        self.addCleanup(shutil.rmtree, runtime, True)
+        os.mkdir(os.path.join(runtime, "ptod"))
+        os.chmod(os.path.join(runtime, "ptod"), mode)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(sock.close)
+        path = os.path.join(runtime, "ptod", "ptod0.sock")
+        sock.bind(path)
+        return runtime, path
+
+    def default_as(self, euid, runtime):
+        with mock.patch("ptoclient.paths.os.geteuid", return_value=euid), \
+                mock.patch.dict(os.environ, {"XDG_RUNTIME_DIR": runtime}), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            path = ptoclient.default_socket_path(0)
+        return path, [str(w.message) for w in caught
+                      if issubclass(w.category, ptoclient.UntrustedSocketWarning)]
+
+    def as_owner(self, planted):
+        """The uid whose files the planted ones are: this process's, or as
+        root (whose own path is /run/ptod) a user the files are given to."""
+        if os.geteuid() != 0:
+            return os.geteuid()
+        os.chown(os.path.dirname(planted), 4242, -1)
+        os.chown(planted, 4242, -1)
+        return 4242
+
+    def test_own_socket_is_used(self):
+        runtime, planted = self.planted()
+        self.assertEqual(self.default_as(self.as_owner(planted), runtime), (planted, []))
+
+    def test_socket_of_another_uid_is_skipped_with_a_warning(self):
+        # The directory and socket belong to this process's euid, not to the
+        # user asking: someone else could have planted it (issue 18, item 7).
+        runtime, planted = self.planted()
+        me = os.geteuid()
+        path, warned = self.default_as(me + 4242, runtime)
+        self.assertEqual(path, "/run/ptod/ptod0.sock")
+        self.assertEqual(len(warned), 1)
+        self.assertIn("Skipped the socket '%s'" % planted, warned[0])
+        self.assertIn("belongs to uid %d" % me, warned[0])
+
+    def test_socket_in_a_directory_others_can_write_is_skipped(self):
+        runtime, planted = self.planted(mode=0o1777)  # sticky does not help
+        path, warned = self.default_as(self.as_owner(planted), runtime)
+        self.assertEqual(path, "/run/ptod/ptod0.sock")
+        self.assertEqual(len(warned), 1)
+        self.assertIn("(mode 1777) is writable by others", warned[0])
 
     def test_default_uses_this_process(self):
         path = ptoclient.default_socket_path(1)

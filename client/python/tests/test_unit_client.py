@@ -665,13 +665,18 @@ class ConfigOnEveryPath(Base):
     def test_dispatch_many_by_device_number(self):
         runtime = tempfile.mkdtemp(prefix="ptoclient-xdg-")
         self.addCleanup(lambda: __import__("shutil").rmtree(runtime, ignore_errors=True))
-        os.mkdir(os.path.join(runtime, "ptod"))
+        os.mkdir(os.path.join(runtime, "ptod"), 0o700)
+        # The built-in path is used only when the directory and the socket
+        # are the caller's: as root, hand them to the uid the test plays.
+        uid = 4242 if os.geteuid() == 0 else os.geteuid()
         servers = {}
         for dev in (0, 1):
             s = self.server()
-            os.symlink(s.path, os.path.join(runtime, "ptod", "ptod%d.sock" % dev))
+            os.link(s.path, os.path.join(runtime, "ptod", "ptod%d.sock" % dev))
+            os.chown(s.path, uid, -1)
             servers[dev] = s
-        with mock.patch("ptoclient.client.os.geteuid", return_value=4242), \
+        os.chown(os.path.join(runtime, "ptod"), uid, -1)
+        with mock.patch("ptoclient.client.os.geteuid", return_value=uid), \
                 mock.patch.dict(os.environ, {"XDG_RUNTIME_DIR": runtime}):
             out = dispatch_many({0: [1], 1: [2], 2: [3]}, "noop", config={"ring_heap": 2048},
                                 timeout=T)
