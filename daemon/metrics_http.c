@@ -2,6 +2,7 @@
 #include "metrics_http.h"
 
 #include "listen_addr.h"
+#include "sockpath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +21,11 @@
 #include <microhttpd.h>
 
 #define MHTTP_WAIT_S 5
-#define MHTTP_MAX_CONNECTIONS 16
+#define MHTTP_MAX_CONNECTIONS 128
+#define MHTTP_PER_IP 32
 #define MHTTP_IDLE_S 10
+#define MHTTP_REQUEST_S 10
+#define MHTTP_SOCKET_MODE 0660
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct mhttp {
@@ -37,24 +41,31 @@ struct mhttp {
   bool want, done, stopping;
   char *text;
   size_t len;
+
+  /* The connections and when their request began (or the previous one
+   * ended): the reaper thread cuts those older than MHTTP_REQUEST_S, so a
+   * client that trickles bytes cannot keep a slot however slowly it
+   * sends.  Written by the server's thread (MHD's callbacks) and the
+   * reaper, under reap_lock. */
+  pthread_t reaper;
+  bool reaper_started;
+  pthread_mutex_t reap_lock;
+  pthread_cond_t reap_cond; /* CLOCK_MONOTONIC */
+  struct mhttp_slot {
+    int fd; /* -1: free */
+    struct timespec since;
+  } slots[MHTTP_MAX_CONNECTIONS];
+  bool reap_stop;
 };
 
+/* The same checks and care as the main socket (sockpath.h): no directory
+ * others could write, and a live socket of another process is never
+ * replaced. */
 static int bind_unix(mhttp_t *h, const char *path, pto_error_t *err) {
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  struct stat st;
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-  if (lstat(path, &st) == 0) {
-    if (!S_ISSOCK(st.st_mode))
-      return pto_error_set(err, PTO_E_INVALID_CONFIG,
-                           "[metrics] listen = %s: the path exists and is not a socket; remove it "
-                           "or choose another path.",
-                           path);
-    unlink(path); /* a stale socket of an earlier run */
-  }
-  h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (h->fd < 0 || bind(h->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-    return pto_error_set(err, PTO_E_INTERNAL, "Failed to bind the metrics socket '%s': %s.", path,
-                         strerror(errno));
+  pto_error_t e;
+  pto_error_clear(&e);
+  if (sockpath_bind(path, MHTTP_SOCKET_MODE, (gid_t)-1, 64, &h->fd, &e) < 0)
+    return pto_error_set(err, e.code, "[metrics] listen = %s: %s", path, e.message);
   snprintf(h->unix_path, sizeof h->unix_path, "%s", path);
   return 0;
 }
@@ -78,7 +89,119 @@ static int bind_tcp(mhttp_t *h, const char *listen_on, pto_error_t *err) {
                          listen_on, strerror(rc));
   }
   freeaddrinfo(res);
+  if (listen(h->fd, 64) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "Failed to listen on the metrics endpoint '%s': %s.",
+                         listen_on, strerror(errno));
   return 0;
+}
+
+/* ---- the whole-request bound ------------------------------------------ */
+
+static bool older_than(const struct timespec *since, const struct timespec *now, long s) {
+  return now->tv_sec - since->tv_sec > s ||
+         (now->tv_sec - since->tv_sec == s && now->tv_nsec >= since->tv_nsec);
+}
+
+/* Reaper thread: sleep until the oldest connection's time is up (for ever
+ * when there is none), then cut it.  shutdown() leaves the fd to MHD,
+ * which sees the end of the stream and closes the connection; a slot is
+ * freed (under the lock) before MHD closes its fd, so no fd is cut after
+ * it was reused. */
+static void *reap(void *arg) {
+  mhttp_t *h = arg;
+  pthread_mutex_lock(&h->reap_lock);
+  while (!h->reap_stop) {
+    struct timespec now, next = {0, 0};
+    bool any = false;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) {
+      struct mhttp_slot *sl = &h->slots[i];
+      if (sl->fd < 0) continue;
+      if (older_than(&sl->since, &now, MHTTP_REQUEST_S)) {
+        (void)shutdown(sl->fd, SHUT_RDWR);
+        sl->since = now; /* once; MHD frees the slot when it closes */
+        sl->since.tv_sec += 3600;
+        continue;
+      }
+      if (!any || sl->since.tv_sec < next.tv_sec ||
+          (sl->since.tv_sec == next.tv_sec && sl->since.tv_nsec < next.tv_nsec))
+        next = sl->since;
+      any = true;
+    }
+    if (!any) {
+      pthread_cond_wait(&h->reap_cond, &h->reap_lock);
+      continue;
+    }
+    next.tv_sec += MHTTP_REQUEST_S;
+    pthread_cond_timedwait(&h->reap_cond, &h->reap_lock, &next);
+  }
+  pthread_mutex_unlock(&h->reap_lock);
+  return NULL;
+}
+
+/* Server thread: a connection opened (take a slot) or closed (free it). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  mhttp_t *h = cls;
+  const union MHD_ConnectionInfo *info;
+  pthread_mutex_lock(&h->reap_lock);
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    struct mhttp_slot *sl = *socket_context;
+    if (sl) sl->fd = -1;
+    *socket_context = NULL;
+  } else if ((info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD))) {
+    for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) {
+      if (h->slots[i].fd >= 0) continue;
+      h->slots[i].fd = info->connect_fd;
+      clock_gettime(CLOCK_MONOTONIC, &h->slots[i].since);
+      *socket_context = &h->slots[i];
+      pthread_cond_signal(&h->reap_cond);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&h->reap_lock);
+}
+
+/* Server thread: a request was answered; the connection's next one gets
+ * its own MHTTP_REQUEST_S. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode code) {
+  mhttp_t *h = cls;
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  (void)state;
+  (void)code;
+  pthread_mutex_lock(&h->reap_lock);
+  if (info && info->socket_context) {
+    struct mhttp_slot *sl = info->socket_context;
+    if (sl->fd >= 0) clock_gettime(CLOCK_MONOTONIC, &sl->since);
+  }
+  pthread_mutex_unlock(&h->reap_lock);
+}
+
+static int reaper_start(mhttp_t *h) {
+  pthread_condattr_t attr;
+  for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) h->slots[i].fd = -1;
+  pthread_mutex_init(&h->reap_lock, NULL);
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&h->reap_cond, &attr);
+  pthread_condattr_destroy(&attr);
+  h->reaper_started = pthread_create(&h->reaper, NULL, reap, h) == 0;
+  return h->reaper_started ? 0 : -1;
+}
+
+static void reaper_stop(mhttp_t *h) {
+  if (h->reaper_started) {
+    pthread_mutex_lock(&h->reap_lock);
+    h->reap_stop = true;
+    pthread_cond_signal(&h->reap_cond);
+    pthread_mutex_unlock(&h->reap_lock);
+    pthread_join(h->reaper, NULL);
+    h->reaper_started = false;
+  }
+  pthread_cond_destroy(&h->reap_cond);
+  pthread_mutex_destroy(&h->reap_lock);
 }
 
 /* Loop thread: render for a scrape that waits. */
@@ -183,20 +306,22 @@ int mhttp_start(uv_loop_t *loop, const char *listen_on, mhttp_render_fn render, 
   pthread_mutex_init(&h->lock, NULL);
   pthread_cond_init(&h->cond, NULL);
   rc = listen_on[0] == '/' ? bind_unix(h, listen_on, err) : bind_tcp(h, listen_on, err);
-  if (rc == 0 && listen(h->fd, 64) < 0)
-    rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to listen on the metrics endpoint '%s': %s.",
-                       listen_on, strerror(errno));
+  if (rc == 0 && reaper_start(h) < 0)
+    rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to start the metrics server's reaper.");
   if (rc == 0) {
     h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL,
                               on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)h->fd,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHTTP_MAX_CONNECTIONS,
+                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MHTTP_PER_IP,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MHTTP_IDLE_S,
-                              MHD_OPTION_END);
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
     if (!h->mhd)
       rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to start the metrics server on '%s'.",
                          listen_on);
   }
   if (rc < 0) {
+    reaper_stop(h);
     if (h->fd >= 0) close(h->fd);
     if (h->unix_path[0]) unlink(h->unix_path);
     pthread_cond_destroy(&h->cond);
@@ -219,6 +344,7 @@ void mhttp_stop(mhttp_t *h) {
   /* Quiesced, MHD hands the listening socket back instead of closing it. */
   (void)MHD_quiesce_daemon(h->mhd);
   MHD_stop_daemon(h->mhd); /* joins its thread */
+  reaper_stop(h);
   close(h->fd);
   if (h->unix_path[0]) unlink(h->unix_path);
   uv_close((uv_handle_t *)&h->async, free_handle);

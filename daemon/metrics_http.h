@@ -4,12 +4,17 @@
  * The text is rendered on the libuv loop, which owns what it reports: a
  * scrape wakes the loop (uv_async), waits up to 5 s for the text and
  * answers 503 if the loop does not answer in time.  Anything but GET or
- * HEAD is 405, any other path 404.  At most 16 connections at once, each
- * closed after 10 s idle.
+ * HEAD is 405, any other path 404.  At most 128 connections at once, 32
+ * from one IP address; each is closed after 10 s idle, and cut when a
+ * request takes more than 10 s in all (however slowly its bytes trickle
+ * in: slow clients cannot hold every slot).
  *
  * `listen` is HOST:PORT (127.0.0.1:9464, [::1]:9464, localhost:9464) or an
- * absolute Unix socket path (/run/ptod/metrics0.sock; a stale socket there
- * is replaced, any other file is an error).
+ * absolute Unix socket path (/run/ptod/metrics0.sock), bound with the main
+ * socket's checks (sockpath.h): its directory must be the daemon's or
+ * root's and writable by nobody else, a stale socket there is replaced, a
+ * live one (another process answers on it) or any other file is an
+ * error.  The socket is 0660 (the daemon's user and group).
  */
 #ifndef PTOD_METRICS_HTTP_H
 #define PTOD_METRICS_HTTP_H
