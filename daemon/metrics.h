@@ -28,7 +28,9 @@ typedef struct metrics metrics_t;
 
 /* At most this many programs get their own label values; dispatches of
  * further names count under program="_other" (names come from clients:
- * the label set must stay bounded). */
+ * the label set must stay bounded).  Callers pass a program name only for
+ * a program that exists (NULL counts under "_other"), so names a client
+ * makes up cannot take the slots of real programs. */
 #define METRICS_MAX_PROGRAMS 64
 
 /* Returns 0 or -ENOMEM.  Free with metrics_free (NULL accepted). */

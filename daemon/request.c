@@ -80,7 +80,10 @@ static void reject(req_t *req, const pto_error_t *err) {
   metrics_count_error(req->d->metrics, err->code);
   if (is_dispatch(req)) {
     atomic_fetch_add(&req->d->dispatches_rejected, 1);
-    metrics_count_rejected(req->d->metrics, req->params.dispatch.program);
+    /* Only a program that exists gets its own label: names of programs
+     * that do not would take every label slot (issue 18). */
+    metrics_count_rejected(req->d->metrics,
+                           req->program ? req->params.dispatch.program : NULL);
   }
   if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, err);
   req_finish(req);
