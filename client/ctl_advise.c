@@ -7,14 +7,24 @@
  * its commented-out default ("# heap = ...") or else after the section's
  * last line; a missing section is appended.  Every other line (comments,
  * other sections, their order) stays as it was.
+ *
+ * The file is replaced as an editor that cares would: the new text goes
+ * to a new FILE.advised beside the file (created with O_EXCL|O_NOFOLLOW,
+ * so never through a link planted there), given the file's mode and
+ * owner, synced, then renamed over it.  A FILE that is a symbolic link
+ * stays one: its target is what is replaced, and .advised / .orig sit
+ * beside the target.
  */
 #include "ctl_advise.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,15 +145,35 @@ static int read_lines(const char *path, lines_t *l, char *msg, size_t len) {
   return 0;
 }
 
-static int write_lines(const char *path, const lines_t *l, char *msg, size_t len) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    snprintf(msg, len, "Cannot write '%s': %s.", path, strerror(errno));
+/* Write the lines to a new file at path: created (never opened through a
+ * link, never an existing file), given like's mode and owner, synced. */
+static int write_lines(const char *path, const lines_t *l, const struct stat *like, char *msg,
+                       size_t len) {
+  FILE *f;
+  int fd, rc = 0;
+  if (unlink(path) < 0 && errno != ENOENT) {
+    snprintf(msg, len, "Cannot remove the old '%s': %s.", path, strerror(errno));
     return -CTL_EXIT_FILE;
   }
-  for (size_t i = 0; i < l->n; i++) fprintf(f, "%s\n", l->v[i]);
-  if (fclose(f) != 0) {
-    snprintf(msg, len, "Cannot write '%s': %s.", path, strerror(errno));
+  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || !(f = fdopen(fd, "w"))) {
+    snprintf(msg, len, "Cannot create '%s': %s.", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -CTL_EXIT_FILE;
+  }
+  /* Owner first: chown clears set-id bits, fchmod then sets the mode. */
+  if ((like->st_uid != geteuid() || like->st_gid != getegid()) &&
+      fchown(fd, like->st_uid, like->st_gid) < 0)
+    rc = errno;
+  if (!rc && fchmod(fd, like->st_mode & 07777) < 0) rc = errno;
+  for (size_t i = 0; i < l->n && !rc; i++)
+    if (fprintf(f, "%s\n", l->v[i]) < 0) rc = errno ? errno : EIO;
+  if (!rc && (fflush(f) != 0 || fsync(fd) != 0)) rc = errno;
+  if (fclose(f) != 0 && !rc) rc = errno;
+  if (rc) {
+    snprintf(msg, len, "Cannot write '%s' with the mode and owner of the file it replaces: %s.",
+             path, strerror(rc));
+    unlink(path);
     return -CTL_EXIT_FILE;
   }
   return 0;
@@ -164,17 +194,11 @@ static int show_diff(const char *old_path, const char *new_path, const char *lab
   return WEXITSTATUS(status);
 }
 
-int ctl_advise_apply(const pto_advise_t *a, const char *path, char *msg, size_t len) {
+/* The advised sizing of a (config-file text: "[ring]\ntask_window = ...")
+ * set into file's lines.  0, or -1 out of memory. */
+static int apply_advice(const pto_advise_t *a, lines_t *file) {
   static const char *const keys[] = {"task_window", "heap", "dep_pool"};
   const char *section = NULL;
-  lines_t file, advice;
-  char tmp[4200], orig[4200];
-  int rc, changed;
-
-  rc = read_lines(path, &file, msg, len);
-  if (rc < 0) return rc;
-  /* The advice is config-file text itself: "[ring]\ntask_window = ...". */
-  memset(&advice, 0, sizeof advice);
   for (const char *p = a->config; p && *p;) {
     const char *nl = strchr(p, '\n');
     size_t n = nl ? (size_t)(nl - p) : strlen(p);
@@ -187,30 +211,60 @@ int ctl_advise_apply(const pto_advise_t *a, const char *path, char *msg, size_t 
     }
     if (!section || sscanf(line, "%31[a-z_] = %255s", name, value) != 2) continue;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-      if (strcmp(name, keys[k]) == 0 && set_key(&file, section, name, value) < 0) {
-        lines_free(&file);
-        snprintf(msg, len, "Out of memory.");
-        return -CTL_EXIT_PROTOCOL;
-      }
+      if (strcmp(name, keys[k]) == 0 && set_key(file, section, name, value) < 0) return -1;
   }
-  snprintf(tmp, sizeof tmp, "%s.advised", path);
-  rc = write_lines(tmp, &file, msg, len);
+  return 0;
+}
+
+/* The file path names, links followed (a symlinked config stays a link:
+ * its target is what gets replaced), and its mode and owner. */
+static int resolve(const char *path, char *target, struct stat *st, char *msg, size_t len) {
+  if (!realpath(path, target) || stat(target, st) < 0) {
+    snprintf(msg, len, "Cannot read '%s': %s.", path, strerror(errno));
+    return -CTL_EXIT_FILE;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    snprintf(msg, len, "'%s' is not a regular file.", path);
+    return -CTL_EXIT_FILE;
+  }
+  return 0;
+}
+
+int ctl_advise_apply(const pto_advise_t *a, const char *path, char *msg, size_t len) {
+  lines_t file;
+  char target[PATH_MAX], tmp[PATH_MAX + 16], orig[PATH_MAX + 16];
+  struct stat st;
+  int rc, changed;
+
+  rc = resolve(path, target, &st, msg, len);
+  if (rc < 0) return rc;
+  rc = read_lines(target, &file, msg, len);
+  if (rc < 0) return rc;
+  if (apply_advice(a, &file) < 0) {
+    lines_free(&file);
+    snprintf(msg, len, "Out of memory.");
+    return -CTL_EXIT_PROTOCOL;
+  }
+  /* Beside the target, so that rename() replaces it in one step. */
+  snprintf(tmp, sizeof tmp, "%s.advised", target);
+  rc = write_lines(tmp, &file, &st, msg, len);
   lines_free(&file);
   if (rc < 0) return rc;
-  changed = show_diff(path, tmp, path);
+  changed = show_diff(target, tmp, path);
   if (changed == 0) {
     unlink(tmp);
     fprintf(stderr, "ptoctl: '%s' already sets the advised sizing; nothing changed.\n", path);
     return 0;
   }
-  snprintf(orig, sizeof orig, "%s.orig", path);
-  if (link(path, orig) < 0 && (errno != EEXIST || (unlink(orig) < 0 || link(path, orig) < 0))) {
+  snprintf(orig, sizeof orig, "%s.orig", target);
+  if (link(target, orig) < 0 &&
+      (errno != EEXIST || (unlink(orig) < 0 || link(target, orig) < 0))) {
     snprintf(msg, len, "Cannot keep the previous '%s' as '%s': %s; the advised file is '%s'.",
              path, orig, strerror(errno), tmp);
     return -CTL_EXIT_FILE;
   }
-  if (rename(tmp, path) < 0) {
-    snprintf(msg, len, "Cannot replace '%s': %s; the advised file is '%s'.", path,
+  if (rename(tmp, target) < 0) {
+    snprintf(msg, len, "Cannot replace '%s': %s; the advised file is '%s'.", target,
              strerror(errno), tmp);
     return -CTL_EXIT_FILE;
   }
