@@ -555,7 +555,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
   snprintf(key_id, sizeof(key_id), "%s.%s", section, name);
   const cfg_key_t *k = cfg_key_find(section, name);
   if (!k) {
-    char known[320];
+    char known[512];
     size_t pos = 0;
     known[0] = '\0';
     for (size_t i = 0; i < KEY_COUNT; i++)

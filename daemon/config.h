@@ -85,6 +85,8 @@ typedef struct cfg_daemon {
   uint64_t client_timeout_ms;     /* from a message's first byte to its last */
   uint64_t output_limit;          /* bytes of unsent responses per client */
   char diagnostics_dir[PATH_MAX]; /* "" = write no diagnostic files */
+  uint64_t diagnostics_max_bytes; /* DFX files kept there: bytes ... */
+  uint32_t diagnostics_max_files; /* ... and files, oldest removed first */
   int log_level;                  /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO or LOG_DEBUG */
 } cfg_daemon_t;
 

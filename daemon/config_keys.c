@@ -83,6 +83,13 @@ static const cfg_key_t key_table[] = {
         "large buffer reads by slow readers."),
     KEY("daemon", "diagnostics_dir", CFG_T_DIR, daemon.diagnostics_dir, 0, 1, true, "",
         "Directory for the diagnostic files the daemon may write; empty: none are written."),
+    KEY("daemon", "diagnostics_max_bytes", CFG_T_SIZE, daemon.diagnostics_max_bytes, MIB(1),
+        GIB(1024), true, "256M",
+        "Bytes of DFX files ptod keeps in diagnostics_dir; the oldest are removed to make room, "
+        "and a dispatch whose files alone are larger writes none."),
+    KEY("daemon", "diagnostics_max_files", CFG_T_UINT, daemon.diagnostics_max_files, 3, 1000000,
+        true, "1000",
+        "DFX files ptod keeps in diagnostics_dir; the oldest are removed to make room."),
     KEY("daemon", "log_level", CFG_T_LOGLEVEL, daemon.log_level, 0, 0, true, "info",
         "One of err, warning, notice, info, debug; debug logs every request."),
     KEY("device", "id", CFG_T_UINT, device.id, 0, 255, false, "0",

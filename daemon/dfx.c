@@ -2,13 +2,11 @@
 #include "dfx.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dfx_render.h"
 #include "log.h"
@@ -139,42 +137,6 @@ int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *progra
   return rc;
 }
 
-static const char *const file_names[3][2] = {
-    {"swimlane", "json"}, {"scope_stats", "jsonl"}, {"dep_graph", "dot"}};
-
-int dfx_write_files(const dfx_artefacts_t *a, const char *dir, uint64_t seq, char *ret_where,
-                    size_t len) {
-  char path[PATH_MAX + 64];
-  int rc = 0;
-  for (int w = 0; w < 3; w++) {
-    size_t off = 0;
-    int fd;
-    if (!a->text[w]) continue;
-    /* The name comes from the daemon alone (its pid, so that a restarted
-     * daemon never reuses one, and the dispatch's number), and the file
-     * must be new: O_EXCL | O_NOFOLLOW refuse a link planted there. */
-    snprintf(path, sizeof path, "%s/%s-%ld-%" PRIu64 ".%s", dir, file_names[w][0], (long)getpid(),
-             seq, file_names[w][1]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-    if (fd < 0) {
-      rc = rc ? rc : -errno;
-      continue;
-    }
-    while (off < a->len[w]) {
-      ssize_t n = write(fd, a->text[w] + off, a->len[w] - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        rc = rc ? rc : (n < 0 ? -errno : -EIO);
-        break;
-      }
-      off += (size_t)n;
-    }
-    if (close(fd) < 0 && !rc) rc = -errno;
-  }
-  if (ret_where && len) snprintf(ret_where, len, "%s/*-%ld-%" PRIu64 ".*", dir, (long)getpid(), seq);
-  return rc;
-}
-
 void dfx_to_result(dfx_artefacts_t *a, uint64_t outputs_bytes, uint64_t output_limit,
                    const char *where, proto_dfx_t *ret) {
   uint64_t total = 0;
@@ -210,23 +172,14 @@ void dfx_artefacts_free(dfx_artefacts_t *a) {
 }
 
 int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-                uint32_t device, const char *dir, uint64_t seq, uint64_t outputs_bytes,
+                uint32_t device, const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
                 uint64_t output_limit, dfx_artefacts_t *a, proto_dfx_t *ret) {
   char where[PATH_MAX + 64] = "";
   int rc;
   memset(ret, 0, sizeof *ret);
   rc = dfx_render(tr, c, program, device, a);
   if (rc < 0) return rc;
-  if (dir && dir[0] && !a->refused[0]) {
-    rc = dfx_write_files(a, dir, seq, where, sizeof where);
-    if (rc < 0) {
-      log_warning("Failed to write the DFX artefacts of dispatch %" PRIu64 " to '%s': %s, "
-                  "ignoring.", seq, where, strerror(-rc));
-      where[0] = '\0';
-    } else {
-      log_info("Wrote the DFX artefacts of dispatch %" PRIu64 " to '%s'.", seq, where);
-    }
-  }
+  if (dir && dir->path && dir->path[0] && !a->refused[0]) dfx_save(a, dir, seq, where, sizeof where);
   dfx_to_result(a, outputs_bytes, output_limit, where, ret);
   return 0;
 }

@@ -46,12 +46,23 @@ int dfx_trace_new(const proto_config_t *c, rt_trace_t **ret);
 int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *program,
                uint32_t device, dfx_artefacts_t *ret);
 
+/* Where a dispatch's artefacts go as files: diagnostics_dir and its
+ * quota (diagnostics_max_bytes / _files). */
+typedef struct dfx_dir {
+  const char *path; /* NULL or "": no files */
+  uint64_t max_bytes;
+  uint32_t max_files;
+} dfx_dir_t;
+
 /* Write the artefacts as new files DIR/<name>-<pid>-<seq>.<ext> (never
- * following or replacing anything already there); ret_where (may be NULL)
- * gets the common prefix "DIR/...-<pid>-<seq>".  -errno of the first
- * failure. */
-int dfx_write_files(const dfx_artefacts_t *a, const char *dir, uint64_t seq, char *ret_where,
-                    size_t len);
+ * following or replacing anything already there) after removing the
+ * oldest artefact files in DIR (of any ptod run) until the new ones fit
+ * the quota; artefacts larger than the quota by themselves are not
+ * written.  ret_where gets the glob of the files written (DIR, then
+ * "*-<pid>-<seq>.*"), else "".  Logged through the client log limiter
+ * (log.h): written, refused or failed, once. */
+void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq, char *ret_where,
+              size_t len);
 
 /* Fill the result's dfx map: the artefacts, unless they and the outputs
  * (`outputs_bytes`) would not fit in `output_limit` — then `refused` says
@@ -63,11 +74,11 @@ void dfx_to_result(dfx_artefacts_t *a, uint64_t outputs_bytes, uint64_t output_l
 void dfx_artefacts_free(dfx_artefacts_t *a);
 
 /* All of it for one dispatch that ran (successfully or not) with record
- * tr: render, write under dir (NULL or "": no files; a failure is logged
- * and ignored), fill *ret for the response.  Returns 0 or -ENOMEM (then
- * *ret is empty).  Free a with dfx_artefacts_free once encoded. */
+ * tr: render, save under dir (dfx_save; NULL: no files), fill *ret for
+ * the response.  Returns 0 or -ENOMEM (then *ret is empty).  Free a with
+ * dfx_artefacts_free once encoded. */
 int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-                uint32_t device, const char *dir, uint64_t seq, uint64_t outputs_bytes,
+                uint32_t device, const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
                 uint64_t output_limit, dfx_artefacts_t *a, proto_dfx_t *ret);
 
 #endif

@@ -207,6 +207,8 @@ static void run_dispatch(req_t *req) {
   dfx_artefacts_t dfx = {0};
   proto_dfx_t fail_dfx = {0};
   bool ran = false;
+  const dfx_dir_t files = {req->diagnostics_dir, req->diagnostics_max_bytes,
+                           req->diagnostics_max_files};
   int rc;
 
   pto_error_clear(&err);
@@ -236,8 +238,8 @@ static void run_dispatch(req_t *req) {
   if (!arena.hit) {
     char text[256];
     pto_sizing_format(&sizing, text, sizeof(text));
-    log_info("Built the arena for %s in %llu ms (dispatch of '%s').", text,
-             (unsigned long long)(arena.build_us / 1000u), p->program);
+    log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s').", text,
+               (unsigned long long)(arena.build_us / 1000u), p->program);
   }
 
   t_run = dsp_now_ns();
@@ -275,7 +277,7 @@ static void run_dispatch(req_t *req) {
     outputs[i].len = returned ? args[i].bytes : 0;
     out_bytes += outputs[i].len;
   }
-  if (trace && dfx_collect(trace, &p->config, p->program, req->device_id, req->diagnostics_dir,
+  if (trace && dfx_collect(trace, &p->config, p->program, req->device_id, &files,
                            d->dispatch_seq, out_bytes, req->output_limit, &dfx, &r->dfx) < 0) {
     rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX artefacts.");
     goto fail;
@@ -299,11 +301,12 @@ static void run_dispatch(req_t *req) {
 
 fail:
   if (err.code == PTO_OK) pto_error_set(&err, -rc, "%s", pto_error_default_message(-rc));
-  log_info("Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code), err.message);
+  log_client(LOG_INFO, "Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code),
+             err.message);
   /* What the run recorded until it failed is what explains the failure. */
   if (ran && trace)
-    (void)dfx_collect(trace, &p->config, p->program, req->device_id, req->diagnostics_dir,
-                      d->dispatch_seq, 0, req->output_limit, &dfx, &fail_dfx);
+    (void)dfx_collect(trace, &p->config, p->program, req->device_id, &files, d->dispatch_seq, 0,
+                      req->output_limit, &dfx, &fail_dfx);
   encode_error(req, &err);
   if (proto_dfx_present(&fail_dfx)) {
     msgpack_sbuffer_clear(&req->response);

@@ -195,6 +195,8 @@ static const struct live_key {
     {"daemon", "output_limit", apply_server},     {"daemon", "log_level", apply_log_level},
     {"daemon", "queue_depth", apply_queue},       {"daemon", "queue_full", apply_queue},
     {"daemon", "drain_timeout", apply_where_used}, {"daemon", "diagnostics_dir", apply_where_used},
+    {"daemon", "diagnostics_max_bytes", apply_where_used},
+    {"daemon", "diagnostics_max_files", apply_where_used},
     {"daemon", "shm_limit", apply_where_used},    {"daemon", "spin_us", apply_spin},
     {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
     {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},

@@ -44,6 +44,8 @@ typedef struct req {
   pto_sizing_t baseline; /* the config level ([ring]) when admitted */
   uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
+  uint64_t diagnostics_max_bytes; /* its quota, as at admission */
+  uint32_t diagnostics_max_files;
   uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget */
   uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
   /* Shared-memory ranges the request names, resolved at admission: per

@@ -56,7 +56,8 @@ static void collect_program(void *data, const char *name, const pto_program_t *p
                             const pto_error_t *err) {
   program_list_t *list = data;
   if (!prog) {
-    log_warning("Program '%s' cannot be loaded: %s, ignoring it.", name, err->message);
+    log_client(LOG_WARNING, "Program '%s' cannot be loaded: %s, ignoring it.", name,
+               err->message);
     return;
   }
   if (list->count == list->cap) {
@@ -194,6 +195,8 @@ int service_admit(ptod_t *d, req_t *req, pto_error_t *err) {
   req->output_limit = d->cfg.daemon.output_limit;
   req->device_id = d->cfg.device.id;
   if (dfx_wanted(&p->config) && d->cfg.daemon.diagnostics_dir[0]) {
+    req->diagnostics_max_bytes = d->cfg.daemon.diagnostics_max_bytes;
+    req->diagnostics_max_files = d->cfg.daemon.diagnostics_max_files;
     req->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
     if (!req->diagnostics_dir)
       return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");

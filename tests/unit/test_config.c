@@ -551,7 +551,8 @@ START_TEST(unknown_sections_and_keys) {
                "max_message, max_pending, queue_depth, queue_full, input_limit, "
                "clients_memory, shm_limit, max_objects, spin_us, drain_timeout, client_timeout, "
                "idle_timeout, "
-               "output_limit, diagnostics_dir, log_level.");
+               "output_limit, diagnostics_dir, diagnostics_max_bytes, diagnostics_max_files, "
+               "log_level.");
   expect_error("[ring]\nwindow = 64\n", 2,
                "[ring] window = 64: unknown key; the keys of [ring] are task_window, heap, "
                "dep_pool.");
@@ -823,6 +824,8 @@ static const char *const other_value[][3] = {
     {"daemon", "client_timeout", "1s"},
     {"daemon", "output_limit", "1M"},
     {"daemon", "diagnostics_dir", "/tmp"},
+    {"daemon", "diagnostics_max_bytes", "1M"},
+    {"daemon", "diagnostics_max_files", "3"},
     {"daemon", "log_level", "err"},
     {"daemon", "queue_full", "busy"},
     {"daemon", "input_limit", "1M"},
