@@ -96,15 +96,37 @@ static void render_dep_graph(tb_t *t, const rt_trace_t *tr, const char *program,
   tb_put(t, "}\n");
 }
 
-static int take(tb_t *t, dfx_artefacts_t *ret, int which) {
+/* Hand t's text to ret: 0, -ENOMEM, or 1 when it passed its limit. */
+static int take(tb_t *t, dfx_artefacts_t *ret, int which, size_t *budget) {
+  bool too_large = t->too_large;
   ret->text[which] = tb_take(t, &ret->len[which]);
-  return ret->text[which] ? 0 : -ENOMEM;
+  if (!ret->text[which]) return too_large ? 1 : -ENOMEM;
+  *budget -= ret->len[which];
+  return 0;
+}
+
+/* Render one artefact into ret within *budget bytes. */
+static int render_one(const rt_trace_t *tr, const proto_config_t *c, const char *program,
+                      uint32_t device, dfx_names_t *names, int which, size_t *budget,
+                      dfx_artefacts_t *ret) {
+  tb_t t;
+  tb_init(&t);
+  tb_limit(&t, *budget);
+  if (which == DFX_SWIMLANE)
+    dfx_render_swimlane(&t, tr, (uint32_t)c->enable_swimlane, program, device, names);
+  else if (which == DFX_SCOPE_STATS)
+    render_scope_stats(&t, tr, program);
+  else
+    render_dep_graph(&t, tr, program, names);
+  return take(&t, ret, which, budget);
 }
 
 int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-               uint32_t device, dfx_artefacts_t *ret) {
+               uint32_t device, size_t budget, dfx_artefacts_t *ret) {
+  const bool wanted[3] = {c->enable_swimlane > 0, c->enable_scope_stats == 1,
+                          c->enable_dep_gen == 1};
+  const size_t limit = budget;
   dfx_names_t names;
-  tb_t t;
   int rc = 0;
 
   memset(ret, 0, sizeof *ret);
@@ -118,23 +140,16 @@ int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *progra
              (uint64_t)tr->ntasks + tr->tasks_dropped, tr->max_tasks);
     return 0;
   }
-  if (c->enable_swimlane > 0) {
-    tb_init(&t);
-    dfx_render_swimlane(&t, tr, (uint32_t)c->enable_swimlane, program, device, &names);
-    rc = rc ? rc : take(&t, ret, DFX_SWIMLANE);
-  }
-  if (c->enable_scope_stats == 1) {
-    tb_init(&t);
-    render_scope_stats(&t, tr, program);
-    rc = rc ? rc : take(&t, ret, DFX_SCOPE_STATS);
-  }
-  if (c->enable_dep_gen == 1) {
-    tb_init(&t);
-    render_dep_graph(&t, tr, program, &names);
-    rc = rc ? rc : take(&t, ret, DFX_DEP_GRAPH);
-  }
-  if (rc < 0) dfx_artefacts_free(ret);
-  return rc;
+  for (int w = 0; w < 3 && rc == 0; w++)
+    if (wanted[w]) rc = render_one(tr, c, program, device, &names, w, &budget, ret);
+  if (rc != 0) dfx_artefacts_free(ret);
+  if (rc == 1)
+    snprintf(ret->refused, sizeof ret->refused,
+             "The DFX artefacts of this run would take more than %zu bytes, the most ptod renders "
+             "for one dispatch (the larger of output_limit and, with a diagnostics_dir, "
+             "diagnostics_max_bytes), so none is returned; trace a smaller run of the program.",
+             limit);
+  return rc < 0 ? rc : 0;
 }
 
 void dfx_to_result(dfx_artefacts_t *a, uint64_t outputs_bytes, uint64_t output_limit,
@@ -175,11 +190,13 @@ int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *progr
                 uint32_t device, const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
                 uint64_t output_limit, dfx_artefacts_t *a, proto_dfx_t *ret) {
   char where[PATH_MAX + 64] = "";
+  bool files = dir && dir->path && dir->path[0];
+  uint64_t budget = files && dir->max_bytes > output_limit ? dir->max_bytes : output_limit;
   int rc;
   memset(ret, 0, sizeof *ret);
-  rc = dfx_render(tr, c, program, device, a);
+  rc = dfx_render(tr, c, program, device, budget > SIZE_MAX ? SIZE_MAX : (size_t)budget, a);
   if (rc < 0) return rc;
-  if (dir && dir->path && dir->path[0] && !a->refused[0]) dfx_save(a, dir, seq, where, sizeof where);
+  if (files && !a->refused[0]) dfx_save(a, dir, seq, where, sizeof where);
   dfx_to_result(a, outputs_bytes, output_limit, where, ret);
   return 0;
 }

@@ -41,10 +41,12 @@ bool dfx_wanted(const proto_config_t *c);
 int dfx_trace_new(const proto_config_t *c, rt_trace_t **ret);
 
 /* Render what c asks for from the record of a run of `program` on
- * `device`.  A record that dropped anything against its caps renders
- * nothing and says so in ret->refused.  -ENOMEM. */
+ * `device`, in at most `budget` bytes of text for all artefacts together
+ * (so rendering never takes more memory than could be delivered).  A
+ * record that dropped anything against its caps, or artefacts that would
+ * pass the budget, render nothing and say so in ret->refused.  -ENOMEM. */
 int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-               uint32_t device, dfx_artefacts_t *ret);
+               uint32_t device, size_t budget, dfx_artefacts_t *ret);
 
 /* Where a dispatch's artefacts go as files: diagnostics_dir and its
  * quota (diagnostics_max_bytes / _files). */
@@ -74,8 +76,9 @@ void dfx_to_result(dfx_artefacts_t *a, uint64_t outputs_bytes, uint64_t output_l
 void dfx_artefacts_free(dfx_artefacts_t *a);
 
 /* All of it for one dispatch that ran (successfully or not) with record
- * tr: render, save under dir (dfx_save; NULL: no files), fill *ret for
- * the response.  Returns 0 or -ENOMEM (then *ret is empty).  Free a with
+ * tr: render (within the larger of output_limit and, with a directory,
+ * its max_bytes: what could be delivered at all), save under dir
+ * (dfx_save; NULL: no files), fill *ret for the response.  Returns 0 or -ENOMEM (then *ret is empty).  Free a with
  * dfx_artefacts_free once encoded. */
 int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *program,
                 uint32_t device, const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,

@@ -2,19 +2,30 @@
 #include "textbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 void tb_init(tb_t *t) {
   t->buf = NULL;
   t->len = t->cap = 0;
-  t->failed = false;
+  t->max = SIZE_MAX;
+  t->failed = t->too_large = false;
 }
+
+void tb_limit(tb_t *t, size_t max) { t->max = max; }
 
 static bool tb_grow(tb_t *t, size_t need) {
   size_t cap = t->cap ? t->cap : 4096;
   char *grown;
+  if (need >= t->max || t->len >= t->max - need) {
+    free(t->buf);
+    t->buf = NULL;
+    t->failed = t->too_large = true;
+    return false;
+  }
   while (cap - t->len <= need) cap *= 2;
+  if (cap > t->max) cap = t->max;
   grown = realloc(t->buf, cap);
   if (!grown) {
     t->failed = true;

@@ -15,10 +15,15 @@
 typedef struct tb {
   char *buf;
   size_t len, cap;
-  bool failed;
+  size_t max;     /* the most bytes the buffer may take (SIZE_MAX: no limit) */
+  bool failed;    /* out of memory, or over max */
+  bool too_large; /* failed because the text would pass max */
 } tb_t;
 
 void tb_init(tb_t *t);
+/* Bound the buffer (its NUL included) at max bytes: a text that would not
+ * fit latches failed and too_large, and the buffer is freed at once. */
+void tb_limit(tb_t *t, size_t max);
 void tb_put(tb_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string literal (quotes included) for s: ", \ and control
  * characters escaped; bytes >= 0x80 pass through (s is UTF-8). */

@@ -60,6 +60,30 @@ class DiagnosticsQuota(DaemonTest):
         self.assertTrue(r["dfx"])  # the result still carries them (or says why not)
 
 
+class DfxRendering(DaemonTest):
+    def test_rendering_stays_within_what_can_be_delivered(self):
+        """A traced run of 65,535 tasks renders ~34 MB of text; with 1 MiB
+        of output_limit and no diagnostics_dir none of it could be
+        delivered, and rendering it took ~72 MiB of RSS outside every
+        budget."""
+        d = self.daemon(config={"daemon": {"output_limit": "1M"}})
+        big = dict(ring_task_window=[0, 131072, 0, 0])
+        run = noop(tasks=65535, depth=1, config=big)
+        traced = noop(tasks=65535, depth=1, config=dict(big, enable_swimlane=2,
+                                                        enable_dep_gen=True))
+        with d.client() as c:
+            c.call("dispatch", run)  # the arena is built: later runs reuse it
+            rest = vmrss_kib(d.pid)
+            sampler = RssSampler(d.pid).start()
+            r = c.call("dispatch", traced)
+            sampler.stop()
+        growth = sampler.peak - rest
+        report(self, "dfx-render", rss_growth_kib=growth, counted_kib=1024)
+        self.assertLessEqual(growth, 2 * 1024 + 16 * 1024, "RSS grew %d KiB" % growth)
+        self.assertEqual(sorted(r["dfx"]), ["refused"])
+        self.assertIn("would take more than 1048576 bytes", r["dfx"]["refused"])
+
+
 class ClientLogLines(DaemonTest):
     def test_client_caused_lines_are_rate_limited(self):
         diag = tmpdir(self)
