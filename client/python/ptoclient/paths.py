@@ -22,6 +22,8 @@ import stat
 import warnings
 from typing import Iterable, Optional, Tuple
 
+from .errors import ConnectFailed
+
 __all__ = ["UntrustedSocketWarning", "default_socket_path", "socket_path_for", "socket_trust",
            "DAEMON_USER"]
 
@@ -113,7 +115,7 @@ def default_socket_path(device: int = 0) -> str:
     may not look (the connect then says which group to join); else the
     user's path when no socket is there at all; else the system path.
     A socket skipped as untrusted is named in an UntrustedSocketWarning;
-    ValueError when every built-in path holds one."""
+    ConnectFailed when every built-in path holds one."""
     euid = os.geteuid()
     own = socket_path_for(euid, os.environ.get("XDG_RUNTIME_DIR"), device)
     system = socket_path_for(0, None, device)
@@ -130,5 +132,5 @@ def default_socket_path(device: int = 0) -> str:
             return system
     elif verdict == ABSENT:
         return own
-    raise ValueError("No built-in socket for device %d can be trusted (see the warnings); pass "
-                     "socket_path= explicitly if you trust one." % device)
+    raise ConnectFailed("No built-in socket for device %d can be trusted (see the warnings); "
+                        "pass socket_path= explicitly if you trust one." % device)
