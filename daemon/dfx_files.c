@@ -89,7 +89,7 @@ static int list_artefacts(int dfd, found_list_t *l) {
     }
   }
   closedir(d);
-  qsort(l->v, l->n, sizeof *l->v, by_age);
+  if (l->n) qsort(l->v, l->n, sizeof *l->v, by_age);
   return 0;
 }
 

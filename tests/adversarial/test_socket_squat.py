@@ -34,12 +34,25 @@ def victim_env():
             if k not in ("XDG_RUNTIME_DIR", "PTOD_SOCKET") and not k.startswith("PTO2_")}
 
 
+def sanitizer_preload():
+    """What python needs to load a sanitized libptoclient with ctypes: the
+    sanitizer's runtime first (LD_PRELOAD), and no leak report for python."""
+    kind = harness.sanitizer()
+    libs = (["libasan.so", "libubsan.so"] if "address" in kind else
+            ["libtsan.so"] if "thread" in kind else [])
+    if not libs:
+        return {}
+    paths = [subprocess.run(["gcc", "-print-file-name=" + lib], capture_output=True, text=True,
+                            check=True).stdout.strip() for lib in libs]
+    return {"LD_PRELOAD": " ".join(paths), "ASAN_OPTIONS": "detect_leaks=0"}
+
+
 def run_as(uid, code):
     """Run python `code` as uid (a throwaway uid: no such user needed) and
     return its stdout and stderr."""
     proc = subprocess.run([sys.executable, "-c", code], user=uid, group=uid, extra_groups=[],
-                          env=victim_env(), capture_output=True, text=True, timeout=120,
-                          cwd="/")
+                          env=dict(victim_env(), **sanitizer_preload()), capture_output=True,
+                          text=True, timeout=120, cwd="/")
     return proc.stdout, proc.stderr
 
 
