@@ -53,6 +53,7 @@ struct mhttp {
   pthread_cond_t reap_cond; /* CLOCK_MONOTONIC */
   struct mhttp_slot {
     int fd; /* -1: free */
+    bool cut; /* shut down, waiting for MHD to close it */
     struct timespec since;
   } slots[MHTTP_MAX_CONNECTIONS];
   bool reap_stop;
@@ -116,11 +117,10 @@ static void *reap(void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) {
       struct mhttp_slot *sl = &h->slots[i];
-      if (sl->fd < 0) continue;
+      if (sl->fd < 0 || sl->cut) continue;
       if (older_than(&sl->since, &now, MHTTP_REQUEST_S)) {
-        (void)shutdown(sl->fd, SHUT_RDWR);
-        sl->since = now; /* once; MHD frees the slot when it closes */
-        sl->since.tv_sec += 3600;
+        (void)shutdown(sl->fd, SHUT_RDWR); /* MHD frees the slot when it closes */
+        sl->cut = true;
         continue;
       }
       if (!any || sl->since.tv_sec < next.tv_sec ||
@@ -153,6 +153,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) {
       if (h->slots[i].fd >= 0) continue;
       h->slots[i].fd = info->connect_fd;
+      h->slots[i].cut = false;
       clock_gettime(CLOCK_MONOTONIC, &h->slots[i].since);
       *socket_context = &h->slots[i];
       pthread_cond_signal(&h->reap_cond);
