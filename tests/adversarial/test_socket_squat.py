@@ -152,6 +152,17 @@ class NotInGroup(DaemonTest):
         group = grp.getgrgid(gid).gr_name if gid != 64999 else str(gid)
         self.assertIn("Cannot connect to ptod at '/run/ptod/ptod%d.sock': permission denied; "
                       "you are not in group '%s'." % (DEVICE, group), proc.stderr)
+        out, err = run_as(user, """
+import sys
+sys.path.insert(0, %r)
+import ptoclient
+try:
+    ptoclient.Client(device=%d, timeout=2)
+except ptoclient.ConnectFailed as e:
+    print(e)
+""" % (os.path.join(ROOT, "client", "python"), DEVICE))
+        self.assertIn("Cannot connect to ptod at /run/ptod/ptod%d.sock: permission denied; you "
+                      "are not in group '%s'" % (DEVICE, group), out + err)
 
 
 class StickySocketDirectory(DaemonTest):
