@@ -52,6 +52,11 @@ typedef struct req {
   uint8_t **shm_ptr;
   struct shm_region **shm_refs;
   uint32_t nshm_refs;
+  /* shm.register's memfd, taken from the connection when the message names
+   * the method, before anything can refuse it (-1: none; closed at the
+   * request's end unless a region took it), and how many fds came with it. */
+  int fd;
+  unsigned fds_together;
   /* The encoded response, filled on the device thread: its bytes, the
    * byte strings sent by reference between them, and the staging area
    * lent to the answer that they lie in. */

@@ -22,6 +22,7 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   dsp_stats_t q;
   buf_memory_t m;
   srv_memory_t cm;
+  srv_fds_t fds;
   s->device = d->cfg.device.id;
   s->platform = dev_name(d->dev);
   s->version = PTO_VERSION;
@@ -45,6 +46,13 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->client_memory.input = cm.input;
   s->client_memory.output = cm.output;
   s->client_memory.limit = cm.limit;
+  s->shm.regions = d->shm_totals.regions;
+  s->shm.bytes = d->shm_totals.bytes;
+  s->shm.regions_limit = d->cfg.daemon.shm_regions_total;
+  srv_fds(d->srv, &fds);
+  s->fds.parked = fds.parked;
+  s->fds.closing = fds.closing;
+  s->fds.limit = fds.limit;
 }
 
 typedef struct program_list {
