@@ -44,7 +44,8 @@ typedef struct req {
   pto_sizing_t baseline; /* the config level ([ring]) when admitted */
   uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
-  uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget */
+  uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget, and a
+                          * buffer.read's answer's */
   uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
   /* Shared-memory ranges the request names, resolved at admission: per
    * dispatch argument (NULL: not shm), or shm_ptr[0] for buffer.write/read;
