@@ -187,7 +187,8 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
   one(t, "ptod_shm_mapped_bytes", "gauge", "Bytes of shared-memory regions mapped, all clients.",
       s->shm_bytes);
   tb_put(t, "# HELP ptod_passed_fds File descriptors clients passed: parked (not yet taken by "
-            "shm.register), closing (handed to the closing thread).\n"
+            "shm.register), closing (these and closed connections' sockets, handed to the closing "
+            "thread).\n"
             "# TYPE ptod_passed_fds gauge\n");
   tb_put(t, "ptod_passed_fds{state=\"parked\"} %llu\n", (unsigned long long)s->fds_parked);
   tb_put(t, "ptod_passed_fds{state=\"closing\"} %llu\n", (unsigned long long)s->fds_closing);

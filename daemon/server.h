@@ -144,7 +144,8 @@ void srv_memory(const srv_t *srv, srv_memory_t *ret);
 
 /* File descriptors now (see srv_conn_take_fd): passed by clients and not
  * yet taken (at most SRV_MAX_FDS per connection), handed to the closer
- * and not yet closed (closer.h), and the process's RLIMIT_NOFILE.  When
+ * (those and closed connections' sockets) and not yet closed (closer.h),
+ * and the process's RLIMIT_NOFILE.  When
  * the daemon runs out of them, the listener is left alone for a while
  * instead of failing accept() in a loop; connections wait in the backlog. */
 typedef struct srv_fds {

@@ -418,7 +418,7 @@ typedef struct pto_status {
   } shm;
   struct {
     uint64_t parked;  /* passed by clients (SCM_RIGHTS) and not yet taken */
-    uint64_t closing; /* passed fds handed to the closing thread, not yet closed */
+    uint64_t closing; /* passed fds and closed connections' sockets not yet closed */
     uint64_t limit;   /* the daemon's RLIMIT_NOFILE */
   } fds;
 } pto_status_t;
