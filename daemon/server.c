@@ -333,10 +333,9 @@ static void srv_pause_accepting(srv_t *srv, int err) {
   if (getrlimit(RLIMIT_NOFILE, &lim) < 0) lim.rlim_cur = 0;
   log_client(LOG_WARNING,
              "Failed to accept a connection: %s (%u clients hold %u passed file descriptors; "
-             "RLIMIT_NOFILE %llu); new connections wait until file descriptors are free%s "
-             "(%llu more times since the last such line).",
+             "RLIMIT_NOFILE %llu); new connections wait until file descriptors are free%s.",
              strerror(err), srv->clients, srv->parked_fds, (unsigned long long)lim.rlim_cur,
-             err == ENFILE ? " (the whole system is out of them)" : "", again);
+             again ? " (it happened again meanwhile; logged at most once a second)" : "");
 }
 
 static void srv_on_connection(uv_poll_t *handle, int status, int events) {
