@@ -3,9 +3,11 @@ client passes, with SCM_RIGHTS, a TCP socket whose close waits (unsent data
 and SO_LINGER {1, 60}), or replaces the config file by a FIFO, whose open()
 waits for a writer.  Before, the loop thread closed the last reference to
 the socket (or opened the FIFO on SIGHUP) and every other client waited:
-60 s, or for ever.  Now a passed fd that is not a memfd is closed on a
-helper thread, and the config is opened with O_NONBLOCK and must be a
-regular file.
+60 s, or for ever.  The same when the socket was still queued, unread, in
+a connection the daemon closed (the kernel drops it in the closing
+thread).  Now a passed fd that is not a memfd is closed on a helper
+thread, so is every closed connection's socket, and the config is opened
+with O_NONBLOCK and must be a regular file.
 
 The assertion is never a wall time: the honest client's timeout is well
 below the time the attacker's socket lingers, so an answer at all shows
@@ -93,6 +95,29 @@ class LingerFd(DaemonTest):
             self.assertError(c.error(1), "INVALID_ARGS", contains=["not a memfd"])
             self.assertEqual(honest_ping(self.d, timeout=HONEST_TIMEOUT_S)["state"], "ready")
             self.assertEqual(c.call("shm.list"), [])
+
+
+class UnreadFd(DaemonTest):
+    def test_fd_still_queued_in_the_socket_when_the_connection_closes(self):
+        # max_pending = 1 and a long dispatch: the daemon stops reading the
+        # attacker, whose ping with the lingering socket stays in the Unix
+        # socket's queue, unread.  Closing the connection drops it there.
+        d = self.daemon(config={"daemon": {"max_pending": "1"}})
+        tcp, keep = lingering_tcp_socket()
+        self.addCleanup(lambda: [k.close() for k in keep])
+        with d.client(timeout=HONEST_TIMEOUT_S) as honest:
+            attacker = harness.Client(d.socket, timeout=HONEST_TIMEOUT_S)
+            attacker.send("dispatch", harness.noop(task_us=harness.HOLD_US // 4))
+            wait_until(lambda: honest.call("status")["queue"]["running"] == 1,
+                       what="the dispatch to run")
+            send_with_fds(attacker.sock, 2, "ping", [tcp.fileno()])
+            tcp.close()
+            attacker.close()
+            # The daemon closes the attacker's connection once its dispatch
+            # is done; then the honest client is still answered.
+            wait_until(lambda: honest.call("status")["clients"] == 1,
+                       what="the attacker's connection to close")
+            self.assertEqual(honest.call("ping")["state"], "ready")
 
 
 class FifoConfig(DaemonTest):
