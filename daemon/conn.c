@@ -62,7 +62,7 @@ static int pop_fd(srv_conn_t *conn, unsigned *ret_batch) {
   int fd = conn->fds[0];
   *ret_batch = conn->fd_batch[0];
   conn->nfds--;
-  conn->srv->parked_fds--;
+  if (fd >= 0) conn->srv->parked_fds--;
   memmove(conn->fds, conn->fds + 1, conn->nfds * sizeof(conn->fds[0]));
   memmove(conn->fd_batch, conn->fd_batch + 1, conn->nfds * sizeof(conn->fd_batch[0]));
   return fd;
@@ -94,14 +94,15 @@ static void park_fd(srv_conn_t *conn, int fd) {
   }
   conn->fd_batch[conn->nfds] = conn->batches;
   conn->fds[conn->nfds++] = fd;
-  conn->srv->parked_fds++;
+  if (fd >= 0) conn->srv->parked_fds++;
 }
 
 static void drop_parked_fds(srv_conn_t *conn) {
-  conn->srv->parked_fds -= conn->nfds;
   while (conn->nfds > 0) {
     int fd = conn->fds[--conn->nfds];
-    if (fd >= 0) close(fd);
+    if (fd < 0) continue;
+    close(fd);
+    conn->srv->parked_fds--;
   }
 }
 

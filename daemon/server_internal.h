@@ -35,7 +35,7 @@ struct srv {
   uint64_t input, output; /* bytes held for all clients (srv_memory_t) */
   bool pressured;         /* some connection is paused because input >= clients_memory */
   srv_conn_t *pass;       /* the one connection read while input >= clients_memory */
-  uint32_t parked_fds;    /* received, not yet taken, over all connections (conn.c's) */
+  uint32_t parked_fds;    /* memfds received, not yet taken, all connections (conn.c's) */
 };
 
 typedef struct out_chunk out_chunk_t;
