@@ -20,7 +20,6 @@ import os
 import signal
 import socket
 import struct
-import time
 
 from adversary import *  # noqa: F401,F403
 import harness
