@@ -237,6 +237,20 @@ int buf_read(buf_table_t *t, const char *name, uint64_t offset, uint64_t *io_byt
   return 0;
 }
 
+uint64_t buf_read_size(buf_table_t *t, const char *name, uint64_t offset, uint64_t bytes) {
+  bool found;
+  size_t at;
+  uint64_t size = 0;
+  pthread_mutex_lock(&t->lock);
+  at = find(t, name, &found);
+  if (found && offset <= t->entries[at].bytes) {
+    size = bytes ? bytes : t->entries[at].bytes - offset;
+    if (!range_inside(offset, size, t->entries[at].bytes)) size = 0;
+  }
+  pthread_mutex_unlock(&t->lock);
+  return size;
+}
+
 int buf_free(buf_table_t *t, const char *name, uint64_t *ret_bytes, pto_error_t *err) {
   buf_entry_t e;
   bool found;

@@ -75,6 +75,11 @@ int buf_write(buf_table_t *table, const char *name, uint64_t offset, const void 
 int buf_read(buf_table_t *table, const char *name, uint64_t offset, uint64_t *io_bytes,
              const void **ret_data, pto_error_t *ret_err);
 
+/* How many bytes buf_read would return for offset and bytes now, for
+ * checks before the read is queued; 0 where buf_read would fail (no such
+ * buffer, a range outside it: the read itself says so).  Any thread. */
+uint64_t buf_read_size(buf_table_t *table, const char *name, uint64_t offset, uint64_t bytes);
+
 /* Free the buffer; *ret_bytes gets its size.  -PTO_E_NOT_FOUND. */
 int buf_free(buf_table_t *table, const char *name, uint64_t *ret_bytes, pto_error_t *ret_err);
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -595,11 +596,30 @@ static void nth_line(const load_t *ld, int n, const char **ret, size_t *ret_len)
   *ret_len = len;
 }
 
-static int read_file(const char *path, char **ret_data, size_t *ret_size, pto_error_t *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The config file, opened so that nothing at the path can make us wait:
+ * O_NONBLOCK, because open() of a FIFO put there blocks until a writer
+ * comes (it would freeze a SIGHUP reload on the loop thread), and only a
+ * regular file is read (a FIFO, a device or a socket is refused). */
+static int open_config(const char *path, int *ret_fd, pto_error_t *err) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return pto_error_set(err, PTO_E_INVALID_CONFIG, "Cannot open the config file %s: %s.", path,
                          strerror(errno));
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return pto_error_set(err, PTO_E_INVALID_CONFIG,
+                         "The config file %s is not a regular file (a directory, FIFO, device "
+                         "or socket is never read); point --config at a file.",
+                         path);
+  }
+  *ret_fd = fd;
+  return 0;
+}
+
+static int read_file(const char *path, char **ret_data, size_t *ret_size, pto_error_t *err) {
+  int fd = -1;
+  if (open_config(path, &fd, err) < 0) return -PTO_E_INVALID_CONFIG;
   char *data = malloc(CFG_FILE_MAX + 1);
   if (!data) {
     close(fd);

@@ -63,6 +63,12 @@ static const cfg_key_t key_table[] = {
     KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), true, "16G",
         "Bytes of shared memory (shm.register) one connection may have mapped; 0 turns the "
         "shm path off."),
+    KEY("daemon", "shm_regions", CFG_T_UINT, daemon.shm_regions, 1, 65536, true, "1024",
+        "Shared-memory regions one connection may have registered (each is a mapping)."),
+    KEY("daemon", "shm_regions_total", CFG_T_UINT, daemon.shm_regions_total, 1, 1048576, true,
+        "16384",
+        "Shared-memory regions of all connections together; keep it well below the kernel's "
+        "vm.max_map_count (65530 by default), which the daemon's own mappings share."),
     KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, true, "1048576",
         "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
         "gets MESSAGE_TOO_LARGE."),

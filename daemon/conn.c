@@ -10,11 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "closer.h"
 #include "log.h"
 #include "server_internal.h"
 
 #define READ_CHUNK (64 * 1024)
 #define READS_PER_EVENT 4 /* then the loop serves the others */
+/* The most fds one sendmsg may carry (Linux's SCM_MAX_FD).  fds that do
+ * not fit the ancillary buffer are closed by the kernel in the receiving
+ * thread, which must not be the loop (closer.h). */
+#define SCM_MAX_FD 253
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -41,7 +46,9 @@ static void conn_unref(srv_conn_t *conn) {
 static void conn_on_closed(uv_handle_t *handle) {
   srv_conn_t *conn = handle->data;
   if (--conn->open_handles > 0) return;
-  close(conn->fd);
+  /* Off the loop: the last close of a Unix socket also drops the fds still
+   * queued in it unread, and one of those may wait in its close (closer.h). */
+  closer_close(conn->fd);
   conn_unref(conn);
 }
 
@@ -55,6 +62,7 @@ static int pop_fd(srv_conn_t *conn, unsigned *ret_batch) {
   int fd = conn->fds[0];
   *ret_batch = conn->fd_batch[0];
   conn->nfds--;
+  if (fd >= 0) conn->srv->parked_fds--;
   memmove(conn->fds, conn->fds + 1, conn->nfds * sizeof(conn->fds[0]));
   memmove(conn->fd_batch, conn->fd_batch + 1, conn->nfds * sizeof(conn->fd_batch[0]));
   return fd;
@@ -68,17 +76,41 @@ int srv_conn_take_fd(srv_conn_t *conn, unsigned *ret_together) {
   fd = pop_fd(conn, &batch);
   *ret_together = 1;
   while (conn->nfds > 0 && conn->fd_batch[0] == batch) {
-    close(pop_fd(conn, &other));
+    int extra = pop_fd(conn, &other);
+    if (extra >= 0) close(extra); /* a memfd: its close never waits */
     (*ret_together)++;
   }
   return fd;
+}
+
+/* Queue a received fd.  Only a memfd is kept: any other kind is closed
+ * now, off the loop (closer.h: its close may wait on the client), and its
+ * place in the queue holds SRV_FD_REFUSED so the request it came with is
+ * answered as if it had been taken. */
+static void park_fd(srv_conn_t *conn, int fd) {
+  if (!closer_is_memfd(fd)) {
+    closer_close(fd);
+    fd = SRV_FD_REFUSED;
+  }
+  conn->fd_batch[conn->nfds] = conn->batches;
+  conn->fds[conn->nfds++] = fd;
+  if (fd >= 0) conn->srv->parked_fds++;
+}
+
+static void drop_parked_fds(srv_conn_t *conn) {
+  while (conn->nfds > 0) {
+    int fd = conn->fds[--conn->nfds];
+    if (fd < 0) continue;
+    close(fd);
+    conn->srv->parked_fds--;
+  }
 }
 
 void srv_conn_close(srv_conn_t *conn) {
   srv_t *srv = conn->srv;
   if (conn->closing) return;
   conn->closing = true;
-  while (conn->nfds > 0) close(conn->fds[--conn->nfds]);
+  drop_parked_fds(conn);
   atomic_store_explicit(&conn->gone, true, memory_order_release);
   conn_free_output(conn); /* answers not yet written are dropped */
   free(conn->rbuf);
@@ -369,8 +401,8 @@ static void conn_on_eof(srv_conn_t *conn) {
  * count, or -1 with errno.  *ret_bad says why the connection must fail
  * (NULL: it need not). */
 static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
-  union {
-    char buf[CMSG_SPACE(sizeof(int) * SRV_MAX_FDS)];
+  union { /* room for every fd one message can carry: none is dropped by the kernel here */
+    char buf[CMSG_SPACE(sizeof(int) * SCM_MAX_FD)];
     struct cmsghdr align;
   } control;
   struct iovec iov = {conn->rbuf + conn->rlen, conn->rcap - conn->rlen};
@@ -392,17 +424,17 @@ static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
       if (conn->nfds < SRV_MAX_FDS) {
-        conn->fd_batch[conn->nfds] = conn->batches;
-        conn->fds[conn->nfds++] = fd;
+        park_fd(conn, fd);
       } else {
-        close(fd);
+        closer_close(fd);
         *ret_bad = "it passed more than 8 file descriptors that no shm.register took";
       }
     }
   }
   if (mh.msg_flags & MSG_CTRUNC)
-    *ret_bad = "the file descriptors it passed did not fit the daemon's ancillary buffer "
-               "(MSG_CTRUNC); pass one per shm.register";
+    *ret_bad = "the daemon could not take the file descriptors it passed (MSG_CTRUNC: more "
+               "than 253 at once, or the daemon is out of file descriptors); pass one per "
+               "shm.register";
   return got;
 }
 

@@ -15,6 +15,7 @@
 #include "jobs.h"
 #include "prewarm.h"
 #include "request.h"
+#include "service.h"
 
 #define STAGING_ALIGN 1024u
 /* The largest msgpack bin (bin 32): a result byte string longer than this
@@ -354,6 +355,7 @@ static void run_buffer(req_t *req) {
       encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
       return;
     }
+    if (rc == 0) rc = service_check_read(p->name, bytes, req->output_limit, &err);
     if (rc == 0 && bytes > MAX_BIN) {
       rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
                          "Reading %llu bytes of buffer '%s' at once is more than one message can "

@@ -99,3 +99,19 @@ unsigned long long log_client_suppressed(void) {
   pthread_mutex_unlock(&client_lock);
   return n;
 }
+
+bool log_cause_due(log_cause_t *cause, unsigned long long *ret_suppressed) {
+  struct timespec ts;
+  uint64_t now;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  if (cause->logged && now - cause->last_ns < 1000000000u) {
+    cause->suppressed++;
+    return false;
+  }
+  *ret_suppressed = cause->suppressed;
+  cause->suppressed = 0;
+  cause->last_ns = now;
+  cause->logged = true;
+  return true;
+}

@@ -4,6 +4,8 @@
 #ifndef PTOD_LOG_H
 #define PTOD_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <syslog.h> /* LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG */
 
 /* Lines above `level` are dropped.  Default LOG_INFO. */
@@ -25,6 +27,18 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define LOG_CLIENT_BURST 50
 #define LOG_CLIENT_INTERVAL_S 10
 void log_client(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One cause (the listener out of fds, ...) logged at most once a second:
+ * log_cause_due says whether its line is due now, and *ret_suppressed how
+ * many times the cause came since its last line (to say so in the line,
+ * which then goes through log_client).  The caller serialises calls on one
+ * cause (one thread, or its lock). */
+typedef struct log_cause {
+  uint64_t last_ns; /* CLOCK_MONOTONIC of its last line, when logged */
+  bool logged;
+  unsigned long long suppressed;
+} log_cause_t;
+bool log_cause_due(log_cause_t *cause, unsigned long long *ret_suppressed);
 
 /* Lines log_client dropped since start-up (for tests and metrics). */
 unsigned long long log_client_suppressed(void);

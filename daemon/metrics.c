@@ -181,6 +181,18 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
   one(t, "ptod_client_memory_limit_bytes", "gauge", "[daemon] clients_memory.", s->client_limit);
   one(t, "ptod_log_lines_suppressed_total", "counter",
       "Client-caused log lines dropped by the rate limit.", s->log_lines_suppressed);
+  one(t, "ptod_shm_regions", "gauge", "Shared-memory regions registered, all clients.",
+      s->shm_regions);
+  one(t, "ptod_shm_regions_limit", "gauge", "[daemon] shm_regions_total.", s->shm_regions_limit);
+  one(t, "ptod_shm_mapped_bytes", "gauge", "Bytes of shared-memory regions mapped, all clients.",
+      s->shm_bytes);
+  tb_put(t, "# HELP ptod_passed_fds File descriptors clients passed: parked (not yet taken by "
+            "shm.register), closing (these and closed connections' sockets, handed to the closing "
+            "thread).\n"
+            "# TYPE ptod_passed_fds gauge\n");
+  tb_put(t, "ptod_passed_fds{state=\"parked\"} %llu\n", (unsigned long long)s->fds_parked);
+  tb_put(t, "ptod_passed_fds{state=\"closing\"} %llu\n", (unsigned long long)s->fds_closing);
+  one(t, "ptod_open_files_limit", "gauge", "The daemon's RLIMIT_NOFILE.", s->fds_limit);
 }
 
 static void arena_part(tb_t *t, const metrics_snapshot_t *s, uint64_t switches) {

@@ -72,6 +72,10 @@ typedef struct metrics_snapshot {
    * decoded requests, unsent answers, and clients_memory. */
   uint64_t client_input, client_output, client_limit;
   uint64_t log_lines_suppressed; /* client-caused lines the rate limit dropped */
+  /* Shared-memory regions of all clients (count, bytes, shm_regions_total)
+   * and passed fds (srv_fds: parked, closing, RLIMIT_NOFILE). */
+  uint64_t shm_regions, shm_bytes, shm_regions_limit;
+  uint64_t fds_parked, fds_closing, fds_limit;
 } metrics_snapshot_t;
 
 /* A snapshot with every field zero. */

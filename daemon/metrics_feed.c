@@ -67,11 +67,19 @@ static void snapshot(ptod_t *d, metrics_snapshot_t *s) {
   advise_observed(d->advise, &s->peaks);
   if (d->srv) {
     srv_memory_t cm;
+    srv_fds_t fds;
     srv_memory(d->srv, &cm);
     s->client_input = cm.input;
     s->client_output = cm.output;
     s->client_limit = cm.limit;
+    srv_fds(d->srv, &fds);
+    s->fds_parked = fds.parked;
+    s->fds_closing = fds.closing;
+    s->fds_limit = fds.limit;
   }
+  s->shm_regions = d->shm_totals.regions;
+  s->shm_bytes = d->shm_totals.bytes;
+  s->shm_regions_limit = d->cfg.daemon.shm_regions_total;
   s->log_lines_suppressed = log_client_suppressed();
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <pto/version.h>
@@ -198,6 +199,7 @@ static const struct live_key {
     {"daemon", "diagnostics_max_bytes", apply_where_used},
     {"daemon", "diagnostics_max_files", apply_where_used},
     {"daemon", "shm_limit", apply_where_used},    {"daemon", "spin_us", apply_spin},
+    {"daemon", "shm_regions", apply_where_used},  {"daemon", "shm_regions_total", apply_where_used},
     {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
     {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},
     {"ring", "dep_pool", apply_where_used},       {"prewarm", "task_window", apply_where_used},
@@ -333,6 +335,37 @@ int ptod_open_device(ptod_t *d, pto_error_t *err) {
   return 0;
 }
 
+/* fds the daemon opens for itself (logs, device, programs, metrics), on
+ * top of one per client and SRV_MAX_FDS passed fds each. */
+#define OWN_FDS 64
+
+/* The soft RLIMIT_NOFILE raised to the hard limit: every connection takes
+ * one fd and may park SRV_MAX_FDS passed ones, and the usual soft limit of
+ * 1024 is less than max_clients (256) of them need.  Said once at start;
+ * a hard limit too low for max_clients is a warning, since running out
+ * only makes new connections wait (server.h). */
+static void raise_fd_limit(const cfg_t *cfg) {
+  struct rlimit lim;
+  uint64_t need = (uint64_t)cfg->daemon.max_clients * (1 + SRV_MAX_FDS) + OWN_FDS;
+  if (getrlimit(RLIMIT_NOFILE, &lim) < 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlim_t was = lim.rlim_cur;
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
+      log_info("Raised the open-file limit (RLIMIT_NOFILE) from %llu to %llu.",
+               (unsigned long long)was, (unsigned long long)lim.rlim_cur);
+    else
+      lim.rlim_cur = was;
+  }
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need)
+    log_warning("The open-file limit (RLIMIT_NOFILE) is %llu, less than the %llu that "
+                "max_clients = %u clients passing %d file descriptors each may need; raise "
+                "LimitNOFILE= (the hard limit) or lower max_clients. Connections wait while "
+                "none are free.",
+                (unsigned long long)lim.rlim_cur, (unsigned long long)need,
+                cfg->daemon.max_clients, SRV_MAX_FDS);
+}
+
 static int prewarm(life_t *life, pto_error_t *err) {
   ptod_t *d = &life->d;
   pto_sizing_resolved_t sizing;
@@ -401,6 +434,7 @@ int ptod_run(const char *config_path) {
   log_info("ptod %s starting on device %u (%s), config %s.", PTO_VERSION, d->cfg.device.id,
            d->cfg.device.platform, config_path ? config_path : "built-in defaults");
   signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit(&d->cfg);
 
   /* 2. device and runtime. */
   rc = ptod_open_device(d, &err);

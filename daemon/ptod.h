@@ -26,6 +26,7 @@
 #include "runtime.h"
 #include "prewarm.h"
 #include "server.h"
+#include "shm.h"
 #include "staging.h"
 
 typedef enum ptod_state {
@@ -62,6 +63,7 @@ typedef struct ptod {
   prewarm_record_t prewarm; /* prewarm.c */
   staging_t staging;        /* staging.c, device thread */
   uint64_t dispatch_seq;    /* jobs.c, device thread */
+  shm_totals_t shm_totals;  /* shm.c: every connection's regions; loop thread */
 
   atomic_int state; /* ptod_state_t; ptod.c */
   uint64_t started_ns;

@@ -63,6 +63,7 @@ static req_conn_t *conn_state(srv_conn_t *conn) {
 }
 
 static void req_finish(req_t *req) {
+  if (req->fd >= 0) close(req->fd); /* a memfd (server.h): its close never waits */
   for (uint32_t i = 0; i < req->nshm_refs; i++) shm_release(req->shm_refs[i]);
   msgpack_unpacked_destroy(&req->unpacked);
   msgpack_sbuffer_destroy(&req->response);
@@ -213,13 +214,22 @@ static int acquire_regions(req_t *req, shm_table_t *shm, pto_error_t *err) {
   }
 }
 
+typedef struct region_list {
+  proto_buffer_info_t *items;
+  uint32_t count;
+} region_list_t;
+
+static void list_region(void *data, const char *name, uint64_t bytes) {
+  region_list_t *list = data;
+  list->items[list->count++] = (proto_buffer_info_t){name, bytes};
+}
+
 /* shm.register, shm.unregister and shm.list, on the loop: 1 with *result
  * filled (*ret_list malloc'ed for shm.list), 0 when the method is another,
  * or a negative error. */
 static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **ret_list,
                      pto_error_t *err) {
   req_conn_t *cs;
-  unsigned together = 0;
   int fd, rc;
   memset(result, 0, sizeof(*result));
   *ret_list = NULL;
@@ -227,25 +237,32 @@ static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **r
       req->method != PROTO_M_SHM_LIST)
     return 0;
   cs = conn_state(req->conn);
-  if (cs && !cs->shm) cs->shm = shm_table_new();
+  if (cs && !cs->shm) cs->shm = shm_table_new(&req->d->shm_totals);
   if (!cs || !cs->shm) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
   switch (req->method) {
   case PROTO_M_SHM_REGISTER: {
     const proto_shm_register_params_t *p = &req->params.shm_register;
-    fd = srv_conn_take_fd(req->conn, &together);
-    if (fd < 0)
+    const cfg_daemon_t *c = &req->d->cfg.daemon;
+    shm_limits_t limits = {c->shm_limit, c->shm_regions, c->shm_regions_total};
+    if (req->fd == -1)
       return pto_error_set(err, PTO_E_INVALID_REQUEST,
                            "shm.register '%s' came with no file descriptor: pass the region's "
                            "memfd as SCM_RIGHTS on the sendmsg() that carries the request.",
                            p->name);
-    if (together > 1) {
-      close(fd);
+    if (req->fds_together > 1)
       return pto_error_set(err, PTO_E_INVALID_REQUEST,
                            "shm.register '%s' came with %u file descriptors; pass exactly one "
                            "(none of them was kept).",
-                           p->name, together);
-    }
-    rc = shm_register(cs->shm, p->name, p->bytes, fd, req->d->cfg.daemon.shm_limit, err);
+                           p->name, req->fds_together);
+    if (req->fd == SRV_FD_REFUSED)
+      return pto_error_set(err, PTO_E_INVALID_ARGS,
+                           "shm.register '%s': the file descriptor is not a memfd (the daemon "
+                           "closed it on arrival); create it with "
+                           "memfd_create(MFD_ALLOW_SEALING).",
+                           p->name);
+    fd = req->fd;
+    req->fd = -1; /* shm_register's now: closed whatever happens */
+    rc = shm_register(cs->shm, p->name, p->bytes, fd, &limits, err);
     if (rc < 0) return rc;
     result->shm_register = (proto_buffer_info_t){p->name, p->bytes};
     return 1;
@@ -256,11 +273,11 @@ static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **r
     return rc < 0 ? rc : 1;
   default: {
     uint32_t n = shm_count(cs->shm);
-    proto_buffer_info_t *list = calloc(n ? n : 1, sizeof(*list));
-    if (!list) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    for (uint32_t i = 0; i < n; i++) shm_entry(cs->shm, i, &list[i].name, &list[i].bytes);
-    result->shm_list = (proto_buffer_list_t){list, n};
-    *ret_list = list;
+    region_list_t list = {calloc(n ? n : 1, sizeof(proto_buffer_info_t)), 0};
+    if (!list.items) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    shm_foreach(cs->shm, list_region, &list);
+    result->shm_list = (proto_buffer_list_t){list.items, list.count};
+    *ret_list = list.items;
     return 1;
   }
   }
@@ -332,10 +349,16 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   req->d = d;
   req->conn = conn;
   req->msg = msg;
+  req->fd = -1;
   msgpack_unpacked_init(&req->unpacked);
   msgpack_sbuffer_init(&req->response);
 
   rc = proto_decode(msg->data, msg->len, &req->unpacked, &env, &err);
+  /* The fds a shm.register came with are its own whatever refuses it
+   * (envelope, name, params): left queued, the next register would take
+   * them instead of its own. */
+  if (proto_envelope_method_is(&env, "shm.register"))
+    req->fd = srv_conn_take_fd(conn, &req->fds_together);
   if (rc < 0) {
     if (env.answerable) {
       req->msgid = env.msgid;

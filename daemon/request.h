@@ -46,7 +46,8 @@ typedef struct req {
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
   uint64_t diagnostics_max_bytes; /* its quota, as at admission */
   uint32_t diagnostics_max_files;
-  uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget */
+  uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget, and a
+                          * buffer.read's answer's */
   uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
   /* Shared-memory ranges the request names, resolved at admission: per
    * dispatch argument (NULL: not shm), or shm_ptr[0] for buffer.write/read;
@@ -54,6 +55,11 @@ typedef struct req {
   uint8_t **shm_ptr;
   struct shm_region **shm_refs;
   uint32_t nshm_refs;
+  /* shm.register's memfd, taken from the connection when the message names
+   * the method, before anything can refuse it (-1: none; closed at the
+   * request's end unless a region took it), and how many fds came with it. */
+  int fd;
+  unsigned fds_together;
   /* The encoded response, filled on the device thread: its bytes, the
    * byte strings sent by reference between them, and the staging area
    * lent to the answer that they lie in. */

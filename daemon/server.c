@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "closer.h"
 #include "log.h"
 #include "notify.h"
 #include "server_internal.h"
@@ -36,6 +38,12 @@ static void srv_on_listener_closed(uv_handle_t *handle) {
   if (srv->listen_fd >= 0) close(srv->listen_fd);
   srv->listen_fd = -1;
   srv->listener_open = false;
+  srv_maybe_free(srv);
+}
+
+static void srv_on_retry_closed(uv_handle_t *handle) {
+  srv_t *srv = handle->data;
+  srv->retry_open = false;
   srv_maybe_free(srv);
 }
 
@@ -104,6 +112,9 @@ int srv_create(uv_loop_t *loop, const srv_options_t *opts, const srv_handlers_t 
   }
   srv->listener.data = srv;
   srv->listener_open = true;
+  uv_timer_init(loop, &srv->accept_retry);
+  srv->accept_retry.data = srv;
+  srv->retry_open = true;
   *ret_srv = srv;
   return 0;
 }
@@ -297,6 +308,36 @@ static void accept_one(srv_t *srv, int fd) {
   conn_update(conn); /* start reading */
 }
 
+static void srv_on_connection(uv_poll_t *handle, int status, int events);
+
+static void srv_on_accept_retry(uv_timer_t *timer) {
+  srv_t *srv = timer->data;
+  if (srv->closing || !srv->accept_paused) return;
+  srv->accept_paused = false;
+  uv_poll_start(&srv->listener, UV_READABLE, srv_on_connection);
+}
+
+/* Out of fds (EMFILE, ENFILE): the listener stays readable while a
+ * connection waits, so watching it now would spin the loop on failed
+ * accepts.  It is left alone for ACCEPT_RETRY_MS at a time instead, and the
+ * connections wait in the backlog until fds are free (connections closing,
+ * their parked fds with them).  Logged at most once a second. */
+#define ACCEPT_RETRY_MS 100
+static void srv_pause_accepting(srv_t *srv, int err) {
+  struct rlimit lim;
+  unsigned long long again = 0;
+  uv_poll_stop(&srv->listener);
+  srv->accept_paused = true;
+  uv_timer_start(&srv->accept_retry, srv_on_accept_retry, ACCEPT_RETRY_MS, 0);
+  if (!log_cause_due(&srv->out_of_fds_log, &again)) return;
+  if (getrlimit(RLIMIT_NOFILE, &lim) < 0) lim.rlim_cur = 0;
+  log_client(LOG_WARNING,
+             "Failed to accept a connection: %s (%u clients hold %u passed file descriptors; "
+             "RLIMIT_NOFILE %llu); new connections wait until file descriptors are free%s.",
+             strerror(err), srv->clients, srv->parked_fds, (unsigned long long)lim.rlim_cur,
+             again ? " (it happened again meanwhile; logged at most once a second)" : "");
+}
+
 static void srv_on_connection(uv_poll_t *handle, int status, int events) {
   srv_t *srv = handle->data;
   (void)events;
@@ -308,7 +349,9 @@ static void srv_on_connection(uv_poll_t *handle, int status, int events) {
   for (int i = 0; i < 16; i++) {
     int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+      if (errno == EMFILE || errno == ENFILE)
+        srv_pause_accepting(srv, errno);
+      else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
         log_warning("Failed to accept a connection: %s, ignoring.", strerror(errno));
       return;
     }
@@ -325,12 +368,19 @@ int srv_listen(srv_t *srv, pto_error_t *ret_err) {
   return 0;
 }
 
+void srv_fds(const srv_t *srv, srv_fds_t *ret) {
+  struct rlimit lim;
+  ret->parked = srv->parked_fds;
+  ret->closing = closer_pending();
+  ret->limit = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (uint64_t)lim.rlim_cur : 0;
+}
+
 void srv_stop_accepting(srv_t *srv) { srv->accepting = false; }
 
 /* ---- closing -------------------------------------------------------------- */
 
 static void srv_maybe_free(srv_t *srv) {
-  if (srv->closing && !srv->listener_open && !srv->conns) free(srv);
+  if (srv->closing && !srv->listener_open && !srv->retry_open && !srv->conns) free(srv);
 }
 
 void srv_conn_unlink(srv_conn_t *conn) {
@@ -359,5 +409,6 @@ void srv_close(srv_t *srv) {
     srv_conn_close(conn);
   }
   if (srv->bound) unlink(srv->path);
+  if (srv->retry_open) uv_close((uv_handle_t *)&srv->accept_retry, srv_on_retry_closed);
   if (srv->listener_open) uv_close((uv_handle_t *)&srv->listener, srv_on_listener_closed);
 }

@@ -142,6 +142,17 @@ typedef struct srv_memory {
 } srv_memory_t;
 void srv_memory(const srv_t *srv, srv_memory_t *ret);
 
+/* File descriptors now (see srv_conn_take_fd): passed by clients and not
+ * yet taken (at most SRV_MAX_FDS per connection), handed to the closer
+ * (those and closed connections' sockets) and not yet closed (closer.h),
+ * and the process's RLIMIT_NOFILE.  When
+ * the daemon runs out of them, the listener is left alone for a while
+ * instead of failing accept() in a loop; connections wait in the backlog. */
+typedef struct srv_fds {
+  uint64_t parked, closing, limit;
+} srv_fds_t;
+void srv_fds(const srv_t *srv, srv_fds_t *ret);
+
 /* Queue bytes for the peer and take ownership of data (freed with free()).
  * Written at once when the socket takes them, else as it drains; while the
  * server is corked, at srv_uncork (one writev for all).  Over output_limit
@@ -184,9 +195,13 @@ void srv_uncork(srv_t *srv);
  * request's bytes) queue on its connection in arrival order; a connection
  * that holds more than SRV_MAX_FDS unclaimed, or whose ancillary data was
  * truncated (MSG_CTRUNC), fails (srv_conn_fail).  srv_conn_take_fd hands
- * over the oldest (the caller closes it), or returns -1 when none is
- * queued.  Those never taken are closed with the connection. */
+ * over the oldest (the caller closes it: a memfd, whose close never
+ * waits), or returns -1 when none is queued.  Those never taken are
+ * closed with the connection. */
 #define SRV_MAX_FDS 8
+/* Only memfds are kept: any other kind of fd is closed on arrival (off the
+ * loop thread: closer.h) and taking it returns SRV_FD_REFUSED. */
+#define SRV_FD_REFUSED (-2)
 int srv_conn_take_fd(srv_conn_t *conn, unsigned *ret_together);
 /* (*ret_together: how many fds came on the same sendmsg() as the one taken;
  * the others of them are closed, so a request that passed two loses both.) */

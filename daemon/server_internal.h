@@ -5,6 +5,7 @@
 
 #include <sys/un.h>
 
+#include "log.h"
 #include "reader.h"
 #include "server.h"
 
@@ -22,6 +23,10 @@ struct srv {
   bool accepting;
   bool closing;
   bool listener_open;
+  bool retry_open;        /* accept_retry's handle is open */
+  bool accept_paused;     /* out of fds: the listener is not watched until accept_retry */
+  uv_timer_t accept_retry;
+  log_cause_t out_of_fds_log;
   uint32_t clients; /* connections not closing */
   uint64_t next_id;
   srv_conn_t *conns;
@@ -30,6 +35,7 @@ struct srv {
   uint64_t input, output; /* bytes held for all clients (srv_memory_t) */
   bool pressured;         /* some connection is paused because input >= clients_memory */
   srv_conn_t *pass;       /* the one connection read while input >= clients_memory */
+  uint32_t parked_fds;    /* memfds received, not yet taken, all connections (conn.c's) */
 };
 
 typedef struct out_chunk out_chunk_t;

@@ -22,6 +22,7 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   dsp_stats_t q;
   buf_memory_t m;
   srv_memory_t cm;
+  srv_fds_t fds;
   s->device = d->cfg.device.id;
   s->platform = dev_name(d->dev);
   s->version = PTO_VERSION;
@@ -45,6 +46,13 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->client_memory.input = cm.input;
   s->client_memory.output = cm.output;
   s->client_memory.limit = cm.limit;
+  s->shm.regions = d->shm_totals.regions;
+  s->shm.bytes = d->shm_totals.bytes;
+  s->shm.regions_limit = d->cfg.daemon.shm_regions_total;
+  srv_fds(d->srv, &fds);
+  s->fds.parked = fds.parked;
+  s->fds.closing = fds.closing;
+  s->fds.limit = fds.limit;
 }
 
 typedef struct program_list {
@@ -184,9 +192,35 @@ static int check_dispatch(ptod_t *d, const proto_dispatch_params_t *p,
   return 0;
 }
 
+int service_check_read(const char *name, uint64_t bytes, uint64_t output_limit,
+                       pto_error_t *err) {
+  int rc;
+  if (bytes <= output_limit) return 0;
+  rc = pto_error_set(err, PTO_E_INVALID_REQUEST,
+                     "Reading %llu bytes of buffer '%s' at once returns more than one connection "
+                     "may hold unread (output_limit = %llu); read it in parts of at most that "
+                     "many bytes with offset and bytes, or into a shared-memory region (shm).",
+                     (unsigned long long)bytes, name, (unsigned long long)output_limit);
+  err->requested = bytes;
+  err->capacity = output_limit;
+  snprintf(err->key, sizeof(err->key), "bytes");
+  return rc;
+}
+
+/* buffer.read into the answer: its size is known before it is queued (the
+ * bytes asked for, or the buffer's size from offset on). */
+static int check_read(ptod_t *d, req_t *req, pto_error_t *err) {
+  const proto_buffer_read_params_t *p = &req->params.buffer_read;
+  req->output_limit = d->cfg.daemon.output_limit;
+  if (p->shm) return 0; /* into the client's region, not the answer */
+  return service_check_read(p->name, buf_read_size(d->buffers, p->name, p->offset, p->bytes),
+                            req->output_limit, err);
+}
+
 int service_admit(ptod_t *d, req_t *req, pto_error_t *err) {
   const proto_dispatch_params_t *p = &req->params.dispatch;
   int rc;
+  if (req->method == PROTO_M_BUFFER_READ) return check_read(d, req, err);
   if (req->method != PROTO_M_DISPATCH) return 0;
   rc = check_dispatch(d, p, &req->program, err);
   if (rc < 0) return rc;

@@ -29,8 +29,15 @@ void service_scratch_free(service_scratch_t *scratch);
 
 /* The checks of a device request that need no device, before it is
  * queued: a dispatch's program exists and takes that many arguments, and
- * its answer fits output_limit; what its DFX artefacts need is copied in.
+ * its answer fits output_limit (a buffer.read's too); what its DFX
+ * artefacts need is copied in.
  * Returns 0, or a negative error with the sentence in err. */
 int service_admit(ptod_t *d, req_t *req, pto_error_t *err);
+
+/* A buffer.read of `bytes` into its answer fits output_limit: 0, or
+ * -PTO_E_INVALID_REQUEST saying to read in parts (at admission, and again
+ * on the device thread, where the buffer's size is sure).  Any thread. */
+int service_check_read(const char *name, uint64_t bytes, uint64_t output_limit,
+                       pto_error_t *err);
 
 #endif

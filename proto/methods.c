@@ -303,6 +303,18 @@ static const schema_spec_t client_memory_rows[] = {
     ROW_COUNT("limit", T, client_memory.limit),
 };
 static const schema_t client_memory_schema = SCHEMA(client_memory_rows);
+static const schema_spec_t shm_usage_rows[] = {
+    ROW_COUNT("regions", T, shm.regions),
+    ROW_COUNT("bytes", T, shm.bytes),
+    ROW_COUNT("regions_limit", T, shm.regions_limit),
+};
+static const schema_t shm_usage_schema = SCHEMA(shm_usage_rows);
+static const schema_spec_t fds_rows[] = {
+    ROW_COUNT("parked", T, fds.parked),
+    ROW_COUNT("closing", T, fds.closing),
+    ROW_COUNT("limit", T, fds.limit),
+};
+static const schema_t fds_schema = SCHEMA(fds_rows);
 static const schema_spec_t status_rows[] = {
     ROW_U("device", T, device, 0, UINT32_MAX, 0),  ROW_K("platform", SK_STR, T, platform, 0),
     ROW_K("version", SK_STR, T, version, 0),       ROW_COUNT("uptime_s", T, uptime_s),
@@ -311,6 +323,9 @@ static const schema_spec_t status_rows[] = {
     ROW_MAP_HERE("dispatches", dispatches_schema), ROW_COUNT("clients", T, clients),
     /* Added in 1.1: an older daemon's status has none (left 0). */
     {.key = "client_memory", .kind = SK_MAP, .flags = F_OPT, .sub = &client_memory_schema},
+    /* Added in 1.2: mapped shared memory and passed fds (left 0 when absent). */
+    {.key = "shm", .kind = SK_MAP, .flags = F_OPT, .sub = &shm_usage_schema},
+    {.key = "fds", .kind = SK_MAP, .flags = F_OPT, .sub = &fds_schema},
 };
 #undef T
 static const schema_t status_schema = SCHEMA(status_rows);

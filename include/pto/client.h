@@ -426,6 +426,15 @@ typedef struct pto_status {
     uint64_t input, output; /* bytes the daemon holds for all its clients together */
     uint64_t limit;         /* its clients_memory budget */
   } client_memory;
+  struct {
+    uint64_t regions, bytes; /* shared-memory regions mapped for all clients together */
+    uint64_t regions_limit;  /* shm_regions_total */
+  } shm;
+  struct {
+    uint64_t parked;  /* passed by clients (SCM_RIGHTS) and not yet taken */
+    uint64_t closing; /* passed fds and closed connections' sockets not yet closed */
+    uint64_t limit;   /* the daemon's RLIMIT_NOFILE */
+  } fds;
 } pto_status_t;
 
 /* metrics: Prometheus text exposition, NUL-terminated (len excludes it). */

@@ -226,7 +226,9 @@ class Limits(harness.DaemonTest):
             self.addCleanup(hog.close)
             for _ in range(64):
                 try:
-                    hog.send("buffer.read", {"name": "big"})
+                    # Each answer fits output_limit (a larger read is refused
+                    # up front); together they do not.
+                    hog.send("buffer.read", {"name": "big", "bytes": 60000})
                 except OSError:
                     break
             wait_until(lambda: "output_limit" in d.read_log(), what="the hog's disconnect")

@@ -49,7 +49,11 @@ class Methods(harness.DaemonTest):
     def test_status_shape(self):
         s = self.c.call("status")
         self.assertEqual(set(s), {"device", "platform", "version", "uptime_s", "state", "queue",
-                                  "arena", "memory", "dispatches", "clients", "client_memory"})
+                                  "arena", "memory", "dispatches", "clients", "client_memory",
+                                  "shm", "fds"})
+        self.assertEqual(s["shm"], {"regions": 0, "bytes": 0, "regions_limit": 16384})
+        self.assertEqual(set(s["fds"]), {"parked", "closing", "limit"})
+        self.assertEqual(s["fds"]["parked"], 0)
         self.assertEqual(s["device"], 0)
         self.assertEqual(s["platform"], "sim")
         self.assertEqual(s["state"], "ready")

@@ -30,9 +30,10 @@ ALL_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 def memfd(size, name="ptod-test", seals=ALL_SEALS):
-    """A memfd of `size` bytes with `seals`, and a writable map of it."""
+    """A memfd of `size` bytes (allocated) with `seals`, and a writable map of it."""
     fd = os.memfd_create(name, os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
     os.ftruncate(fd, size)
+    os.posix_fallocate(fd, 0, size)  # the daemon refuses a memfd with holes
     if seals:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
     return fd, mmap.mmap(fd, size)

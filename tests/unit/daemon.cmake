@@ -1,7 +1,8 @@
 # The daemon's modules in-process (ptodcore): the server on a real socket
 # with a libuv loop, the request module on the real device thread, the
-# reload's live-key table, and the advisor's rule.
+# reload's live-key table, the shared-memory table, and the advisor's rule.
 pto_test(test_server SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_server.c LIBS ptodcore LABELS unit)
+pto_test(test_shm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shm.c LIBS ptodcore LABELS unit)
 pto_test(test_live_keys SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_live_keys.c LIBS ptodcore LABELS unit)
 pto_test(test_requests SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests.c LIBS ptodcore LABELS unit)
 target_compile_definitions(test_requests PRIVATE PTOD_TEST_PROGRAMS_DIR="${CMAKE_BINARY_DIR}/programs")

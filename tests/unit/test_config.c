@@ -549,7 +549,7 @@ START_TEST(unknown_sections_and_keys) {
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
                "max_message, max_pending, queue_depth, queue_full, input_limit, "
-               "clients_memory, shm_limit, max_objects, spin_us, drain_timeout, client_timeout, "
+               "clients_memory, shm_limit, shm_regions, shm_regions_total, max_objects, spin_us, drain_timeout, client_timeout, "
                "idle_timeout, "
                "output_limit, diagnostics_dir, diagnostics_max_bytes, diagnostics_max_files, "
                "log_level.");
@@ -616,7 +616,10 @@ START_TEST(unreadable_files) {
   ck_assert_str_eq(err.message, want);
 
   ck_assert_int_eq(cfg_load(dir, &cfg, &err), -PTO_E_INVALID_CONFIG);
-  snprintf(want, sizeof(want), "Cannot read the config file %s: Is a directory.", dir);
+  snprintf(want, sizeof(want),
+           "The config file %s is not a regular file (a directory, FIFO, device or socket is "
+           "never read); point --config at a file.",
+           dir);
   ck_assert_str_eq(err.message, want);
 
   snprintf(path, sizeof(path), "%s/big.conf", dir);
@@ -833,6 +836,8 @@ static const char *const other_value[][3] = {
     {"daemon", "max_objects", "1000"},
     {"daemon", "idle_timeout", "5s"},
     {"daemon", "shm_limit", "1G"},
+    {"daemon", "shm_regions", "16"},
+    {"daemon", "shm_regions_total", "64"},
     {"device", "id", "1"},
     {"device", "memory", "1G"},
     {"device", "cores", "1"},
