@@ -136,10 +136,21 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   return 0;
 }
 
+const char *pto_client_env_device_socket(int device) {
+  char name[sizeof(PTO_SOCKET_DEVICE_ENV_PREFIX) + 4];
+  const char *s;
+  if (device < 0 || device > 255) return NULL;
+  snprintf(name, sizeof(name), PTO_SOCKET_DEVICE_ENV_PREFIX "%d", device);
+  s = getenv(name);
+  return s && s[0] ? s : NULL;
+}
+
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err) {
   char path[PTO_SOCKET_PATH_MAX];
-  int rc = pto_find_socket_path(device, path, sizeof(path));
+  const char *env = pto_client_env_device_socket(device);
+  int rc = 0;
+  if (!env) rc = pto_find_socket_path(device, path, sizeof(path));
   if (rc == -EINVAL)
     return client_error(ret_err, PTO_E_INVALID_ARGUMENT,
                         "The device must be a number in 0..255, got %d.", device);
@@ -148,7 +159,7 @@ int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_cli
                         "The built-in socket path for device %d does not fit in %d bytes; set "
                         "XDG_RUNTIME_DIR to a shorter directory or give the socket path.",
                         device, PTO_SOCKET_PATH_MAX);
-  rc = pto_client_connect(path, timeout_ms, ret_client, ret_err);
+  rc = pto_client_connect(env ? env : path, timeout_ms, ret_client, ret_err);
   if (rc == 0) (*ret_client)->device = device;
   return rc;
 }

@@ -113,7 +113,8 @@ static void usage(FILE *f) {
           "                             through a shared-memory region, not in the messages\n"
           "  -h, --help, -V, --version\n"
           "\n"
-          "Environment: PTOD_SOCKET the default daemon's socket, like DOCKER_HOST.\n"
+          "Environment: PTOD_SOCKET the default daemon's socket, like DOCKER_HOST;\n"
+          "  PTOD_SOCKET_N device N's socket, before its built-in path (-d N).\n"
           "Exit status: 0 ok, 1 the daemon answered an error, 2 usage, 3 cannot connect or\n"
           "connection lost, 4 timeout, 5 local file error, 6 answer not understood.\n"
           "See ptoctl(1).\n",
@@ -901,6 +902,7 @@ static int add_target(ctl_t *c, int device, const char *socket) {
   t = &c->targets[c->ntargets++];
   memset(t, 0, sizeof(*t));
   t->device = device;
+  if (!socket) socket = pto_client_env_device_socket(device); /* where connect_device goes */
   if (socket) {
     snprintf(t->socket, sizeof(t->socket), "%s", socket);
   } else if (pto_find_socket_path(device, t->socket, sizeof(t->socket)) < 0) {
