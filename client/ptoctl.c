@@ -23,6 +23,7 @@
 
 #include "ctl_advise.h"
 #include "ctl_args.h"
+#include "ctl_cdi.h"
 #include "ctl_dfx.h"
 #include "ctl_json.h"
 #include "ctl_print.h"
@@ -85,6 +86,7 @@ static void usage(FILE *f) {
           "                                 writes its [ring] and [prewarm] lines into FILE\n"
           "  dfx ring-occupancy TRACE.json -o OUT.svg\n"
           "                                 draw the rings' use over a traced dispatch\n"
+          "  cdi generate [OPTION]...       a CDI spec for containers (ptoctl cdi --help)\n"
           "\n"
           "Dispatch arguments: @FILE, f32:1,2,3, i32:1,2, hex:00ff (inputs); inout:DATA;\n"
           "  buf:NAME[:OFFSET:BYTES]; out:SIZE; int:N, float:X or a bare number.\n"
@@ -1043,6 +1045,8 @@ int main(int argc, char **argv) {
   static ctl_t c;
   const char *cmd;
   int rc;
+  /* cdi talks to no daemon and takes its own options. */
+  if (argc > 1 && strcmp(argv[1], "cdi") == 0) return ctl_cdi_main(argc - 1, argv + 1);
   c.timeout_ms = -1;
   c.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
   c.count = 100;
