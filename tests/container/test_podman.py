@@ -1,5 +1,6 @@
 """ptod in its OCI image, and serving containers that get their device
-through CDI, in podman (runc, cgroupfs, no network).
+through CDI, in podman (runc, cgroupfs, no network); and ptod@0 under
+systemd with the CDI drop-in, serving host and CDI clients alike.
 
 scripts/package builds the .debs, scripts/image the image (its base tree
 cached under /var/tmp/ptod-image: the first run debootstraps it, ~3 min and
@@ -68,12 +69,33 @@ def podman(*args, check=True):
     return run(PODMAN + list(args), check=check, timeout=300)
 
 
-def client(devices, *command, check=True):
+def client(devices, *command, check=True, kind=KIND, image=IMAGE):
     """A client container from the image given these CDI devices."""
     flags = []
     for n in devices:
-        flags += ["--device", "%s=%d" % (KIND, n)]
-    return podman("run", "--rm", *LIMITS, *flags, IMAGE, *command, check=check)
+        flags += ["--device", "%s=%d" % (kind, n)]
+    return podman("run", "--rm", *LIMITS, *flags, image, *command, check=check)
+
+
+def vector_add(devices, n, a, b, **kw):
+    """vector_add(a, b) on device n from a client container; the sums."""
+    r = client(devices, "ptoctl", "--json", "-d", str(n), "dispatch", "vector_add",
+               "f32:" + a, "f32:" + b, "out:12", **kw)
+    return json.loads(r.stdout)["outputs"][2]["f32"]
+
+
+_debs = []
+
+
+def build_image(tag, *args):
+    """scripts/image from this tree's packages (built once per run)."""
+    out = os.path.join(WORK, "debs")
+    if not _debs:
+        os.makedirs(WORK, exist_ok=True)
+        run([os.path.join(ROOT, "scripts", "package"), "--build-dir",
+             os.path.join(WORK, "build"), "--out", out])
+        _debs.append(out)
+    run([os.path.join(ROOT, "scripts", "image"), "--debs", out, "--tag", tag] + list(args))
 
 
 def inode(path):
@@ -98,11 +120,7 @@ def wait_for_socket(path, name, old_inode=None):
 class Podman(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        os.makedirs(WORK, exist_ok=True)
-        out = os.path.join(WORK, "debs")
-        run([os.path.join(ROOT, "scripts", "package"), "--build-dir",
-             os.path.join(WORK, "build"), "--out", out])
-        run([os.path.join(ROOT, "scripts", "image"), "--debs", out, "--tag", IMAGE])
+        build_image(IMAGE)
         cls.dir = tempfile.mkdtemp(prefix="ptod-podman-")
         cls.run_dir = os.path.join(cls.dir, "run")
         etc = os.path.join(cls.dir, "etc")
@@ -134,17 +152,12 @@ class Podman(unittest.TestCase):
         podman("rmi", "-f", IMAGE, check=False)
         shutil.rmtree(getattr(cls, "dir", "/nonexistent"), True)
 
-    def vector_add(self, devices, n, a, b):
-        r = client(devices, "ptoctl", "--json", "-d", str(n), "dispatch", "vector_add",
-                   "f32:" + a, "f32:" + b, "out:12")
-        return json.loads(r.stdout)["outputs"][2]["f32"]
-
     def status_device(self, devices, n):
         r = client(devices, "ptoctl", "--json", "-d", str(n), "status")
         return json.loads(r.stdout)["device"]
 
     def test_one_device_dispatches_through_the_injected_socket(self):
-        self.assertEqual(self.vector_add([0], 0, "1,2,3", "10,20,30"), [11.0, 22.0, 33.0])
+        self.assertEqual(vector_add([0], 0, "1,2,3", "10,20,30"), [11.0, 22.0, 33.0])
         self.assertEqual(self.status_device([0], 0), 0)
         # what the container got: its variable and only that device's directory
         r = client([0], "sh", "-c", "echo $PTOD_SOCKET_0; ls -A /run/ptod /run/ptod/0")
@@ -152,8 +165,8 @@ class Podman(unittest.TestCase):
                                             "/run/ptod/0:", "ptod0.sock"])
 
     def test_two_devices_each_by_its_number(self):
-        self.assertEqual(self.vector_add([0, 1], 0, "1,2,3", "1,1,1"), [2.0, 3.0, 4.0])
-        self.assertEqual(self.vector_add([0, 1], 1, "5,6,7", "1,1,1"), [6.0, 7.0, 8.0])
+        self.assertEqual(vector_add([0, 1], 0, "1,2,3", "1,1,1"), [2.0, 3.0, 4.0])
+        self.assertEqual(vector_add([0, 1], 1, "5,6,7", "1,1,1"), [6.0, 7.0, 8.0])
         r = client([0, 1], "ptoctl", "--json", "-d", "0", "-d", "1", "status")
         devices = json.loads(r.stdout)["devices"]
         self.assertEqual([d["result"]["device"] for d in devices], [0, 1])
@@ -190,6 +203,92 @@ class Podman(unittest.TestCase):
                 c.wait()
         self.assertEqual(c.returncode, 0)
         self.assertEqual(json.loads(out)["device"], 0)
+
+@unittest.skipIf(missing(), missing())
+class HostUnits(unittest.TestCase):
+    """The host layout: ptod@0 under systemd 252 as PID 1 (the image with
+    systemd added), its socket unit with deploy/'s CDI drop-in, its
+    /run/ptod on a host directory.  Host clients keep /run/ptod/ptod0.sock;
+    CDI clients get /run/ptod/0, the same socket."""
+
+    IMAGE = "localhost/ptod-test-systemd:%s" % RUN_ID
+    KIND = "ptodhost%s.internal/device" % RUN_ID
+    SPEC = "/etc/cdi/ptod-host-%s.json" % RUN_ID
+    NAME = "ptod-test-%s-systemd" % RUN_ID
+
+    @classmethod
+    def setUpClass(cls):
+        build_image(cls.IMAGE, "--extra", "systemd,systemd-sysv")
+        cls.dir = tempfile.mkdtemp(prefix="ptod-host-")
+        cls.run_dir = os.path.join(cls.dir, "run")
+        os.makedirs(cls.run_dir)
+        conf = os.path.join(cls.dir, "ptod0.conf")
+        with open(conf, "w") as f:  # the unit's socket, the test's small rings
+            f.write("\n".join(l for l in CONFIG.format(n=0).splitlines()
+                              if not l.startswith("socket")) + "\n")
+        dropin = os.path.join(ROOT, "deploy", "systemd", "ptod@.socket.d", "cdi.conf")
+        podman("run", "-d", "--name", cls.NAME, *LIMITS, "--systemd=always",
+               "-v", "%s:/run/ptod" % cls.run_dir, "-v", "%s:/etc/ptod/ptod0.conf:ro" % conf,
+               "-v", "%s:/etc/systemd/system/ptod@.socket.d/cdi.conf:ro" % dropin,
+               cls.IMAGE, "/lib/systemd/systemd")
+        # "running", or "degraded" when a unit unrelated to ptod failed in the container
+        podman("exec", cls.NAME, "systemctl", "is-system-running", "--wait", check=False)
+        cls.systemctl("enable", "--now", "ptod@0.socket")
+        run([PTOCTL, "cdi", "generate", "--kind", cls.KIND, "--host-dir", cls.run_dir,
+             "-o", cls.SPEC])
+
+    @classmethod
+    def tearDownClass(cls):
+        podman("rm", "-f", "-t", "5", cls.NAME, check=False)
+        if os.path.exists(cls.SPEC):
+            os.unlink(cls.SPEC)
+        podman("rmi", "-f", cls.IMAGE, check=False)
+        shutil.rmtree(getattr(cls, "dir", "/nonexistent"), True)
+
+    @classmethod
+    def systemctl(cls, *args):
+        return podman("exec", cls.NAME, "systemctl", *args)
+
+    def sockets(self):
+        """The inodes of the host path and of the CDI directory's name."""
+        return (inode(os.path.join(self.run_dir, "ptod0.sock")),
+                inode(os.path.join(self.run_dir, "0", "ptod0.sock")))
+
+    def dispatch_through_cdi(self):
+        self.assertEqual(vector_add([0], 0, "1,2,3", "3,2,1", kind=self.KIND, image=self.IMAGE),
+                         [4.0, 4.0, 4.0])
+
+    def test_host_path_and_cdi_directory_are_one_socket(self):
+        host, link = self.sockets()
+        self.assertIsNotNone(host)
+        self.assertEqual(host, link)
+        # the host flow: the built-in path, in the unit's machine
+        r = podman("exec", self.NAME, "ptoctl", "--json", "-d", "0", "status")
+        self.assertEqual(json.loads(r.stdout)["device"], 0)
+        self.dispatch_through_cdi()
+        st = os.stat(os.path.join(self.run_dir, "0"))
+        self.assertEqual(oct(st.st_mode & 0o7777), "0o750")
+
+    def test_restarts_keep_the_cdi_directory_serving(self):
+        self.dispatch_through_cdi()
+        before = self.sockets()
+        # ptod restarts, systemd keeps the socket: the same inode serves
+        self.systemctl("restart", "ptod@0.service")
+        self.assertEqual(self.sockets(), before)
+        self.dispatch_through_cdi()
+        # the socket unit restarts (with its service, as systemd requires):
+        # a new socket, linked again
+        self.systemctl("restart", "ptod@0.socket", "ptod@0.service")
+        after = self.sockets()
+        self.assertEqual(after[0], after[1])
+        self.assertNotEqual(after, before)
+        self.dispatch_through_cdi()
+        # stopped: no stale name left behind in the directory
+        self.systemctl("stop", "ptod@0.service", "ptod@0.socket")
+        self.assertEqual(os.listdir(os.path.join(self.run_dir, "0")), [])
+        self.systemctl("start", "ptod@0.socket")
+        self.dispatch_through_cdi()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
