@@ -1105,6 +1105,9 @@ int main(int argc, char **argv) {
     rc = cmd_bench(&c);
   else if (strcmp(cmd, "buffer") == 0)
     rc = cmd_buffer(&c);
+  else if (strcmp(cmd, "cdi") == 0)
+    rc = usage_error("'cdi' must come first and takes its own options: ptoctl cdi generate "
+                     "[OPTION]... (ptoctl cdi --help).");
   else
     rc = usage_error("Unknown command '%s'.", cmd);
   close_all(&c);

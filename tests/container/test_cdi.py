@@ -166,6 +166,13 @@ class Generate(unittest.TestCase):
             self.assertEqual(r.stdout, "")
             self.assertFalse(os.path.exists(out), args)
 
+    def test_ptoctl_options_before_cdi_are_refused(self):
+        r = subprocess.run([PTOCTL, "--json", "cdi", "generate", "-d", "0"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'cdi' must come first and takes its own options", r.stderr)
+        self.assertEqual(r.stdout, "")
+
     def test_help(self):
         r = ptoctl("--help")
         self.assertEqual(r.returncode, 0)

@@ -35,8 +35,10 @@ SPEC = "/etc/cdi/ptod-test-%s.json" % RUN_ID
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
 # Below this machine's hard limits (podman's defaults may exceed them).
 LIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--network", "none"]
+GROUP = 2000  # the socket's group, which a non-root client joins (as in deploy/kubernetes)
 CONFIG = """[daemon]
 socket = /run/ptod/{n}/ptod{n}.sock
+socket_group = 2000
 [device]
 id = {n}
 memory = 256M
@@ -69,9 +71,10 @@ def podman(*args, check=True):
     return run(PODMAN + list(args), check=check, timeout=300)
 
 
-def client(devices, *command, check=True, kind=KIND, image=IMAGE):
-    """A client container from the image given these CDI devices."""
-    flags = []
+def client(devices, *command, check=True, kind=KIND, image=IMAGE, user=()):
+    """A client container from the image given these CDI devices (user:
+    podman's --user/--group-add flags)."""
+    flags = list(user)
     for n in devices:
         flags += ["--device", "%s=%d" % (kind, n)]
     return podman("run", "--rm", *LIMITS, *flags, image, *command, check=check)
@@ -128,6 +131,10 @@ class Podman(unittest.TestCase):
         os.makedirs(etc)
         cls.daemons = []
         for n in (0, 1):
+            # as deploy/kubernetes's init container makes them: root's, for the group
+            sock_dir = os.path.join(cls.run_dir, str(n))
+            os.mkdir(sock_dir, 0o750)
+            os.chown(sock_dir, 0, GROUP)
             with open(os.path.join(etc, "ptod%d.conf" % n), "w") as f:
                 f.write(CONFIG.format(n=n))
             cls.start_daemon(n, etc)
@@ -163,6 +170,14 @@ class Podman(unittest.TestCase):
         r = client([0], "sh", "-c", "echo $PTOD_SOCKET_0; ls -A /run/ptod /run/ptod/0")
         self.assertEqual(r.stdout.split(), ["/run/ptod/0/ptod0.sock", "/run/ptod:", "0",
                                             "/run/ptod/0:", "ptod0.sock"])
+
+    def test_a_non_root_client_needs_the_sockets_group(self):
+        ping = ("ptoctl", "-d", "0", "ping")
+        member = ("--user", "1000:1000", "--group-add", str(GROUP))
+        self.assertEqual(client([0], *ping, user=member).returncode, 0)
+        r = client([0], *ping, user=("--user", "1000:1000"), check=False)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("Permission denied", r.stderr)
 
     def test_two_devices_each_by_its_number(self):
         self.assertEqual(vector_add([0, 1], 0, "1,2,3", "1,1,1"), [2.0, 3.0, 4.0])
@@ -231,7 +246,7 @@ class HostUnits(unittest.TestCase):
                "-v", "%s:/run/ptod" % cls.run_dir, "-v", "%s:/etc/ptod/ptod0.conf:ro" % conf,
                "-v", "%s:/etc/systemd/system/ptod@.socket.d/cdi.conf:ro" % dropin,
                cls.IMAGE, "/lib/systemd/systemd")
-        # "running", or "degraded" when a unit unrelated to ptod failed in the container
+        # "running", or "degraded" when a unit unrelated to ptod failed in it
         podman("exec", cls.NAME, "systemctl", "is-system-running", "--wait", check=False)
         cls.systemctl("enable", "--now", "ptod@0.socket")
         run([PTOCTL, "cdi", "generate", "--kind", cls.KIND, "--host-dir", cls.run_dir,
