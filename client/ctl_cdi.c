@@ -67,6 +67,8 @@ static void cdi_usage(FILE *f) {
           "See ptoctl(1) and docs/operations.md, \"Running on a cluster\".\n");
 }
 
+/* Says fmt on stderr; returns -code (code: CTL_EXIT_*), as every function
+ * here that can fail returns 0 or -CTL_EXIT_*. */
 static int cdi_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int cdi_error(int code, const char *fmt, ...) {
   va_list ap;
@@ -76,7 +78,7 @@ static int cdi_error(int code, const char *fmt, ...) {
   va_end(ap);
   fputc('\n', stderr);
   if (code == CTL_EXIT_USAGE) fputs("Try 'ptoctl cdi --help'.\n", stderr);
-  return code;
+  return -code;
 }
 
 /* CDI's rule for a vendor or class name: ASCII letters, digits, '_', '-'
@@ -262,7 +264,7 @@ static int write_output(const cdi_opts_t *o) {
   return 0;
 }
 
-/* Options into o; the words left must be exactly "generate".  -1: --help
+/* Options into o; the words left must be exactly "generate".  1: --help
  * was shown. */
 static int parse(int argc, char **argv, cdi_opts_t *o) {
   enum { OPT_HOST_DIR = 256, OPT_CONTAINER_DIR, OPT_KIND };
@@ -291,7 +293,7 @@ static int parse(int argc, char **argv, cdi_opts_t *o) {
         break;
       case OPT_KIND: o->kind = optarg; break;
       case 'o': o->output = optarg; break;
-      case 'h': cdi_usage(stdout); return -1;
+      case 'h': cdi_usage(stdout); return 1;
       case ':': return cdi_error(CTL_EXIT_USAGE, "Option '%s' needs a value.", argv[optind - 1]);
       default: return cdi_error(CTL_EXIT_USAGE, "Unknown option '%s'.", argv[optind - 1]);
     }
@@ -314,15 +316,15 @@ int ctl_cdi_main(int argc, char **argv) {
   snprintf(o.host_dir, sizeof(o.host_dir), "%s", CDI_DEFAULT_DIR);
   snprintf(o.container_dir, sizeof(o.container_dir), "%s", CDI_DEFAULT_DIR);
   rc = parse(argc, argv, &o);
-  if (rc) return rc < 0 ? CTL_EXIT_OK : rc;
-  rc = check_kind(o.kind);
+  if (rc > 0) return CTL_EXIT_OK;
+  if (rc == 0) rc = check_kind(o.kind);
   if (rc == 0 && o.ndevices == 0) rc = find_devices(&o);
   if (rc == 0) rc = check_socket_paths(&o);
-  if (rc) return rc;
-  if (!o.output) {
+  if (rc == 0 && !o.output) {
     write_spec(&o, stdout);
-    return fflush(stdout) == 0 ? CTL_EXIT_OK
-                               : cdi_error(CTL_EXIT_FILE, "Cannot write the spec to stdout.");
+    if (fflush(stdout) != 0) rc = cdi_error(CTL_EXIT_FILE, "Cannot write the spec to stdout.");
+  } else if (rc == 0) {
+    rc = write_output(&o);
   }
-  return write_output(&o);
+  return -rc;
 }
