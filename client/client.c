@@ -145,12 +145,20 @@ const char *pto_client_env_device_socket(int device) {
   return s && s[0] ? s : NULL;
 }
 
+/* Connect to path as device's daemon. */
+static int connect_device_at(const char *path, int device, int timeout_ms,
+                             pto_client_t **ret_client, pto_error_t *ret_err) {
+  int rc = pto_client_connect(path, timeout_ms, ret_client, ret_err);
+  if (rc == 0) (*ret_client)->device = device;
+  return rc;
+}
+
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err) {
-  char path[PTO_SOCKET_PATH_MAX];
   const char *env = pto_client_env_device_socket(device);
-  int rc = 0;
-  if (!env) rc = pto_find_socket_path(device, path, sizeof(path));
+  if (env) return connect_device_at(env, device, timeout_ms, ret_client, ret_err);
+  char path[PTO_SOCKET_PATH_MAX];
+  int rc = pto_find_socket_path(device, path, sizeof(path));
   if (rc == -EINVAL)
     return client_error(ret_err, PTO_E_INVALID_ARGUMENT,
                         "The device must be a number in 0..255, got %d.", device);
@@ -159,7 +167,7 @@ int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_cli
                         "The built-in socket path for device %d does not fit in %d bytes; set "
                         "XDG_RUNTIME_DIR to a shorter directory or give the socket path.",
                         device, PTO_SOCKET_PATH_MAX);
-  rc = pto_client_connect(env ? env : path, timeout_ms, ret_client, ret_err);
+  rc = pto_client_connect(path, timeout_ms, ret_client, ret_err);
   if (rc == 0) (*ret_client)->device = device;
   return rc;
 }
