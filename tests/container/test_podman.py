@@ -10,8 +10,9 @@ generate` writes their spec into /etc/cdi under a kind of this run's own;
 client containers from the same image, given devices with `--device
 KIND=N`, use the image's ptoctl through the injected PTOD_SOCKET_N.
 
-Needs root, podman, runc, debootstrap (scripts/deps --test); skipped, with
-the reason, without them.
+Needs root, podman, runc, debootstrap (scripts/deps --test), and / to be
+a mount point (a plain chroot's is not, and podman cannot store images
+there); skipped, with the reason, without them.
 """
 
 import json
@@ -50,12 +51,22 @@ dep_pool = 1024
 """
 
 
+def root_is_a_mount():
+    """Whether / is a mount point of this process's view.  In a plain
+    chroot it is not, and podman's storage fails to remount it."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == "/" for line in f)
+
+
 def missing():
     if os.geteuid() != 0:
         return "needs root (chroot, /etc/cdi, rootful podman)"
     for tool in ("podman", "runc", "debootstrap", "dpkg-deb"):
         if not shutil.which(tool):
             return "needs %s (scripts/deps --test)" % tool
+    if not root_is_a_mount():
+        return ("podman cannot run in a chroot whose / is not a mount point; bind-mount "
+                "the tree onto itself before chroot")
     return None
 
 
