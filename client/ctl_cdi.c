@@ -103,8 +103,8 @@ static int check_kind(const char *kind) {
                      kind);
   if (strchr(slash + 1, '.'))
     return cdi_error(CTL_EXIT_USAGE,
-                     "--kind '%s': a class with '.' needs cdiVersion 0.6.0; this spec is " CDI_VERSION
-                     ", which Debian 12's podman reads. Use a class without dots.",
+                     "--kind '%s': a class with '.' needs cdiVersion 0.6.0; this spec is "
+                     CDI_VERSION ", which Debian 12's podman reads. Use a class without dots.",
                      kind);
   return 0;
 }
