@@ -179,6 +179,23 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   return 0;
 }
 
+const char *pto_client_env_device_socket(int device) {
+  char name[sizeof(PTO_SOCKET_DEVICE_ENV_PREFIX) + 4];
+  const char *s;
+  if (device < 0 || device > 255) return NULL;
+  snprintf(name, sizeof(name), PTO_SOCKET_DEVICE_ENV_PREFIX "%d", device);
+  s = getenv(name);
+  return s && s[0] ? s : NULL;
+}
+
+/* Connect to path as device's daemon. */
+static int connect_device_at(const char *path, int device, int timeout_ms,
+                             pto_client_t **ret_client, pto_error_t *ret_err) {
+  int rc = pto_client_connect(path, timeout_ms, ret_client, ret_err);
+  if (rc == 0) (*ret_client)->device = device;
+  return rc;
+}
+
 /* A failed connect to a built-in path: add what was skipped on the way. */
 static int with_skipped(int rc, const char *skipped, pto_error_t *err) {
   size_t used;
@@ -190,6 +207,8 @@ static int with_skipped(int rc, const char *skipped, pto_error_t *err) {
 
 int pto_client_connect_device(int device, int timeout_ms, pto_client_t **ret_client,
                               pto_error_t *ret_err) {
+  const char *env = pto_client_env_device_socket(device);
+  if (env) return connect_device_at(env, device, timeout_ms, ret_client, ret_err);
   char path[PTO_SOCKET_PATH_MAX], skipped[sizeof((*ret_client)->path_warning)];
   int rc = pto_find_socket_path(device, path, sizeof(path), skipped, sizeof(skipped));
   if (rc == -EINVAL)

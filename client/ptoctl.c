@@ -23,6 +23,7 @@
 
 #include "ctl_advise.h"
 #include "ctl_args.h"
+#include "ctl_cdi.h"
 #include "ctl_dfx.h"
 #include "ctl_json.h"
 #include "ctl_print.h"
@@ -85,6 +86,7 @@ static void usage(FILE *f) {
           "                                 writes its [ring] and [prewarm] lines into FILE\n"
           "  dfx ring-occupancy TRACE.json -o OUT.svg\n"
           "                                 draw the rings' use over a traced dispatch\n"
+          "  cdi generate [OPTION]...       a CDI spec for containers (ptoctl cdi --help)\n"
           "\n"
           "Dispatch arguments: @FILE, f32:1,2,3, i32:1,2, hex:00ff (inputs); inout:DATA;\n"
           "  buf:NAME[:OFFSET:BYTES]; out:SIZE; int:N, float:X or a bare number.\n"
@@ -113,7 +115,8 @@ static void usage(FILE *f) {
           "                             through a shared-memory region, not in the messages\n"
           "  -h, --help, -V, --version\n"
           "\n"
-          "Environment: PTOD_SOCKET the default daemon's socket, like DOCKER_HOST.\n"
+          "Environment: PTOD_SOCKET the default daemon's socket, like DOCKER_HOST;\n"
+          "  PTOD_SOCKET_N device N's socket, before its built-in path (-d N).\n"
           "Exit status: 0 ok, 1 the daemon answered an error, 2 usage, 3 cannot connect or\n"
           "connection lost, 4 timeout, 5 local file error, 6 answer not understood.\n"
           "See ptoctl(1).\n",
@@ -904,6 +907,7 @@ static int add_target(ctl_t *c, int device, const char *socket) {
   t = &c->targets[c->ntargets++];
   memset(t, 0, sizeof(*t));
   t->device = device;
+  if (!socket) socket = pto_client_env_device_socket(device); /* where connect_device goes */
   if (socket) {
     snprintf(t->socket, sizeof(t->socket), "%s", socket);
   } else if (pto_find_socket_path(device, t->socket, sizeof(t->socket), NULL, 0) < 0) {
@@ -1044,6 +1048,8 @@ int main(int argc, char **argv) {
   static ctl_t c;
   const char *cmd;
   int rc;
+  /* cdi talks to no daemon and takes its own options. */
+  if (argc > 1 && strcmp(argv[1], "cdi") == 0) return ctl_cdi_main(argc - 1, argv + 1);
   c.timeout_ms = -1;
   c.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
   c.count = 100;
@@ -1102,6 +1108,9 @@ int main(int argc, char **argv) {
     rc = cmd_bench(&c);
   else if (strcmp(cmd, "buffer") == 0)
     rc = cmd_buffer(&c);
+  else if (strcmp(cmd, "cdi") == 0)
+    rc = usage_error("'cdi' must come first and takes its own options: ptoctl cdi generate "
+                     "[OPTION]... (ptoctl cdi --help).");
   else
     rc = usage_error("Unknown command '%s'.", cmd);
   close_all(&c);

@@ -121,8 +121,10 @@ typedef struct pto_client pto_client_t;
 int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **ret_client,
                        pto_error_t *ret_err);
 
-/* Connect to device `device` (0..255) at the built-in socket path ptod uses
- * when its config names none: /run/ptod/ptod<N>.sock for root,
+/* Connect to device `device` (0..255): at $PTOD_SOCKET_<device> when that
+ * is set and not empty (pto_client_env_device_socket; not checked: the
+ * user's own choice), else at the built-in socket path ptod uses when its
+ * config names none: /run/ptod/ptod<N>.sock for root,
  * $XDG_RUNTIME_DIR/ptod/ptod<N>.sock or /tmp/ptod-<uid>/ptod<N>.sock for
  * anyone else, else the system daemon's /run/ptod/ptod<N>.sock
  * (docs/configuration.md).  A built-in path is taken only when nobody but
@@ -152,8 +154,21 @@ const char *pto_client_path_warning(const pto_client_t *c);
  * environment's (valid until the environment changes). */
 const char *pto_client_env_socket(void);
 
-/* Connect to the default daemon: $PTOD_SOCKET when set, else device 0's
- * built-in socket (pto_client_connect_device(0, ...)).  Errors as those. */
+/* The prefix of the per-device variables: PTOD_SOCKET_<N> (N in decimal,
+ * 0..255, no leading zeros) names device N's socket.  A container given
+ * several devices through CDI (`ptoctl cdi generate`) gets one such variable
+ * per device, so no device's variable overwrites another's.  Order of a
+ * lookup: an explicit socket > PTOD_SOCKET_<N> for the device asked >
+ * PTOD_SOCKET (only when no device is asked) > the built-in path. */
+#define PTO_SOCKET_DEVICE_ENV_PREFIX "PTOD_SOCKET_"
+
+/* $PTOD_SOCKET_<device> when it is set and not empty, else NULL (also for a
+ * device outside 0..255).  The string is the environment's. */
+const char *pto_client_env_device_socket(int device);
+
+/* Connect to the default daemon: $PTOD_SOCKET when set, else device 0
+ * (pto_client_connect_device(0, ...): $PTOD_SOCKET_0, else its built-in
+ * socket).  Errors as those. */
 int pto_client_connect_default(int timeout_ms, pto_client_t **ret_client, pto_error_t *ret_err);
 
 /* Ring sizing from the environment (PTO2_RING_*) is the daemon's, not the

@@ -18,7 +18,7 @@ from .args import Buffer, Data, InOut, Out, Scalar, encode_arg, encode_args, f32
 from .client import DEFAULT_TIMEOUT, Client, default_socket_path, socket_path_for
 from .paths import UntrustedSocketWarning
 from .config import INT32_MAX, MAX_TASK_WINDOW, PLATFORMS, RING_FIELDS, RunConfig, as_config
-from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note
+from .env import DEVICE_SOCKET_ENV_PREFIX, SOCKET_ENV, SizingEnvWarning, sizing_env_note
 from .errors import (
     ERROR_CLASSES, AlreadyExists, Busy, CallTimeout, ClientError, ConnectFailed, ConnectionLost,
     DeadlineExceeded, DepPoolOverflow, ExplicitOrchFatal, FlowControlDeadlock, HeapRingDeadlock,
@@ -38,8 +38,9 @@ __all__ = [
     "Client", "RunConfig", "Buffer", "Data", "InOut", "Out", "Scalar", "dispatch_many",
     "MultiResult", "default_socket_path", "socket_path_for", "encode_arg", "encode_args",
     "f32", "from_f32", "as_config", "RING_FIELDS", "INT32_MAX", "MAX_TASK_WINDOW",
-    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV", "SizingEnvWarning",
-    "sizing_env_note", "UntrustedSocketWarning", "check_where", "run", "save_dfx", "DfxRefused", "Region", "ShmArg",
+    "DEFAULT_TIMEOUT", "PROTOCOL_VERSION", "__version__", "PLATFORMS", "SOCKET_ENV",
+    "DEVICE_SOCKET_ENV_PREFIX", "SizingEnvWarning", "sizing_env_note", "UntrustedSocketWarning",
+    "check_where", "run", "save_dfx", "DfxRefused", "Region", "ShmArg",
     # errors
     "PtoError", "RuntimeFailure", "ClientError", "ConnectFailed", "ConnectionLost",
     "CallTimeout", "ProtocolError", "Unsupported", "MultiDispatchError", "error_from_wire", "ERROR_CLASSES",

@@ -54,7 +54,8 @@ import msgpack
 from .args import _encode_args_sized, _to_bytes
 from .shm import BYTES_MAX, Region, ShmArg, fd_ancillary, make_memfd
 from .config import as_config
-from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
+from .env import (SOCKET_ENV, SizingEnvWarning, device_socket_env,  # noqa: F401
+                  sizing_env_note, warn_sizing_env)
 from .where import check_where
 from .paths import default_socket_path, socket_path_for  # noqa: F401
 from .wire import BULK_MIN, pack_request, pack_request_parts
@@ -138,9 +139,10 @@ def _wait_fd(fd, events, deadline):
 class Client:
     """A connection to one ptod (see the module docstring).
 
-    socket_path: the daemon's socket.  Default: default_socket_path(device)
-        when device is given, else $PTOD_SOCKET when set (and not empty),
-        else default_socket_path(0).
+    socket_path: the daemon's socket.  Default: when device is given,
+        $PTOD_SOCKET_<device> when set (and not empty), else
+        default_socket_path(device); else $PTOD_SOCKET when set, else the
+        same for device 0.
     device: the device number whose built-in socket to use.
     timeout: the default per-call timeout in seconds (None or math.inf: no
         limit); each call may give its own.
@@ -157,7 +159,8 @@ class Client:
             if device is None and env:
                 socket_path = env
             else:
-                socket_path = default_socket_path(0 if device is None else device)
+                n = 0 if device is None else device
+                socket_path = device_socket_env(n) or default_socket_path(n)
         self.device = device
         self.socket_path = socket_path
         self.where: Optional[Tuple[Any, Any]] = None  # the daemon's (device, platform), once check_where asked

@@ -1,6 +1,8 @@
 """What a client reads from its environment.
 
-PTOD_SOCKET names the default daemon's socket, like DOCKER_HOST.  PTO2_RING_*
+PTOD_SOCKET names the default daemon's socket, like DOCKER_HOST; PTOD_SOCKET_<N>
+names device N's (one variable per device, as a container given several
+devices through CDI gets them).  PTO2_RING_*
 is the daemon's (it sizes the rings of every dispatch that does not size
 them itself); in a client's own environment it does nothing, so the client
 says so, once.
@@ -10,14 +12,27 @@ import os
 import warnings
 from typing import Mapping, Optional
 
-__all__ = ["SOCKET_ENV", "SizingEnvWarning", "sizing_env_note", "warn_sizing_env"]
+__all__ = ["SOCKET_ENV", "DEVICE_SOCKET_ENV_PREFIX", "SizingEnvWarning", "device_socket_env",
+           "sizing_env_note", "warn_sizing_env"]
 
 # Names the socket of the default daemon, like DOCKER_HOST: Client() with
 # neither socket_path nor device uses it before device 0's built-in path.
 SOCKET_ENV = "PTOD_SOCKET"
+# PTOD_SOCKET_<N> names device N's socket: Client(device=N), and Client()
+# when PTOD_SOCKET is unset (device 0), use it before the built-in path.
+DEVICE_SOCKET_ENV_PREFIX = "PTOD_SOCKET_"
 _ENV_VARS = (("PTO2_RING_TASK_WINDOW", "ring_task_window"), ("PTO2_RING_HEAP", "ring_heap"),
              ("PTO2_RING_DEP_POOL", "ring_dep_pool"))
 _warned_env = False
+
+
+def device_socket_env(device: int, environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """$PTOD_SOCKET_<device> when set and not empty, else None (also for a
+    device that is not an int in 0..255)."""
+    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device <= 255:
+        return None
+    env = os.environ if environ is None else environ
+    return env.get("%s%d" % (DEVICE_SOCKET_ENV_PREFIX, device)) or None
 
 
 class SizingEnvWarning(UserWarning):

@@ -106,6 +106,33 @@ class Pypto(unittest.TestCase):
 
 
 class Socket(unittest.TestCase):
+    def test_ptod_socket_n_names_device_n(self):
+        s = FakeServer()
+        self.addCleanup(s.close)
+        env = {"PTOD_SOCKET_1": s.path, "PTOD_SOCKET_0": "/nonexistent/zero.sock",
+               "PTOD_SOCKET": ""}
+        with mock.patch.dict(os.environ, env):
+            with Client(device=1, timeout=10) as c:
+                self.assertEqual(c.socket_path, s.path)
+                self.assertEqual(c.ping()["state"], "ready")
+            # device 0, asked or by default, is PTOD_SOCKET_0's, never device 1's
+            for kwargs in ({"device": 0}, {}):
+                with self.assertRaises(ptoclient.ConnectFailed) as cm:
+                    Client(timeout=10, **kwargs)
+                self.assertIn("/nonexistent/zero.sock", str(cm.exception))
+            # an explicit path wins; PTOD_SOCKET wins when no device is asked
+            with Client(s.path, device=0, timeout=10) as c:
+                self.assertEqual(c.socket_path, s.path)
+            with mock.patch.dict(os.environ, {"PTOD_SOCKET": s.path}):
+                with Client(timeout=10) as c:
+                    self.assertEqual(c.socket_path, s.path)
+            # a device without its variable takes its built-in path, not another's
+            with mock.patch.object(ptoclient.client, "default_socket_path",
+                                   return_value="/nonexistent/dev2.sock") as dsp:
+                with self.assertRaises(ptoclient.ConnectFailed):
+                    Client(device=2, timeout=10)
+                dsp.assert_called_with(2)
+
     def test_ptod_socket_names_the_default(self):
         s = FakeServer()
         self.addCleanup(s.close)
