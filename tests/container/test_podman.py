@@ -188,7 +188,7 @@ class Podman(unittest.TestCase):
         self.assertEqual(client([0], *ping, user=member).returncode, 0)
         r = client([0], *ping, user=("--user", "1000:1000"), check=False)
         self.assertEqual(r.returncode, 3)
-        self.assertIn("Permission denied", r.stderr)
+        self.assertIn("permission denied; you are not in group '%d'" % GROUP, r.stderr)
 
     def test_two_devices_each_by_its_number(self):
         self.assertEqual(vector_add([0, 1], 0, "1,2,3", "1,1,1"), [2.0, 3.0, 4.0])

@@ -191,7 +191,9 @@ class Memory(harness.DaemonTest):
         d = self.daemon(config={"daemon": {"input_limit": "4M"}}, env=harness.rss_env())
         with d.client() as c, d.client() as watcher:
             c.call("buffer.alloc", {"name": "w", "bytes": MIB})
-            hold = hold_device(d, watcher)
+            # The longest hold noop allows, so that a loaded machine still
+            # finds the device held when the writes have stalled.
+            hold = hold_device(d, watcher, task_us=10000000)
             payload = bytes(MIB)
             c.sock.setblocking(False)
             stream = b"".join(request(i, "buffer.write", {"name": "w", "data": payload})
