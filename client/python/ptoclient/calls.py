@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .args import _encode_args_sized, _to_bytes
 from .config import as_config
 from .env import SOCKET_ENV
-from .errors import ConnectFailed, ConnectionLost, PtoError
+from .errors import ConnectFailed, ConnectionLost, PtoError, Unsupported
 from .paths import default_socket_path
 from .shm import BYTES_MAX, Region, ShmArg
 from .wire import BULK_MIN
@@ -24,7 +24,8 @@ __all__ = ["DEFAULT_TIMEOUT", "CONNECT_TIMEOUT", "PRIORITY_MIN", "PRIORITY_MAX",
            "REQUEST_ID_MAX", "choose_socket_path", "connect_timeout_for", "connect_failed",
            "deadline_at", "dispatch_params", "serving_keys", "buffer_alloc_params",
            "buffer_write_params", "buffer_read_params", "prewarm_params", "check_region_size",
-           "check_bench_counts", "bench_summary", "call_failure", "next_msgid"]
+           "check_bench_counts", "bench_summary", "call_failure", "next_msgid",
+           "lost_by_error", "lost_by_close", "shm_unsupported"]
 
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
@@ -112,13 +113,31 @@ def deadline_at(timeout: Any) -> Optional[float]:
     return time.monotonic() + timeout
 
 
-def next_msgid(start: int, in_use: Any, also: Any) -> int:
+def next_msgid(start: int, *taken: Any) -> int:
     """The first uint32 msgid from start (1 after MSGID_MAX) that is in
-    neither in_use nor also (after a wrap some may still be)."""
+    none of the containers taken (after a wrap some may still be)."""
     msgid = start
-    while msgid in in_use or msgid in also:
+    while any(msgid in ids for ids in taken):
         msgid = msgid + 1 if msgid < MSGID_MAX else 1
     return msgid
+
+
+def lost_by_error(path: str, exc: OSError) -> ConnectionLost:
+    """The end of a connection whose read (or write) failed with exc."""
+    return ConnectionLost("The connection to ptod at %s failed: %s."
+                          % (path, exc.strerror or exc))
+
+
+def lost_by_close(path: str) -> ConnectionLost:
+    """The end of a connection that the daemon closed."""
+    return ConnectionLost("ptod at %s closed the connection (the daemon exited, restarted or "
+                          "dropped this client; see its log)." % path)
+
+
+def shm_unsupported(path: str) -> Unsupported:
+    return Unsupported("ptod at %s does not support shared-memory arguments: its ping lists no "
+                       "\"shm\" feature. Upgrade the daemon, or send the data inline (Data)."
+                       % path)
 
 
 def call_failure(failure: PtoError, method: str, msgid: Optional[int],

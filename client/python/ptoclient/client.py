@@ -37,7 +37,6 @@ ConnectionLost.
 """
 
 import collections
-import itertools
 from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 import math
 import mmap
@@ -49,7 +48,7 @@ import time
 
 import msgpack
 
-from .shm import Region, fd_ancillary, make_memfd
+from .shm import Region, fd_ancillary, make_memfd, region_name
 from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
 from .where import check_where
 from .paths import default_socket_path, socket_path_for  # noqa: F401
@@ -59,14 +58,14 @@ from .calls import (CONNECT_TIMEOUT, DEFAULT_TIMEOUT, buffer_alloc_params,  # no
                     buffer_read_params, buffer_write_params, bench_summary, call_failure,
                     check_bench_counts, check_region_size, choose_socket_path, connect_failed,
                     connect_timeout_for, deadline_at as _deadline, dispatch_params,
-                    next_msgid, prewarm_params)
-from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, Unsupported, error_from_wire
+                    lost_by_close, lost_by_error, next_msgid, prewarm_params,
+                    shm_unsupported)
+from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
 _RECV_SIZE = 256 << 10     # what one read takes; a Unix socket rarely holds more
 _MSGID_MAX = (1 << 32) - 1
 _IOV_MAX = 64                # buffers per sendmsg, well under Linux's 1024
-_region_ids = itertools.count(1)  # region names: unique in this process
 
 
 def _left(deadline):
@@ -474,13 +473,10 @@ class Client:
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
-            self._fail_read(ConnectionLost("The connection to ptod at %s failed: %s."
-                                           % (self.socket_path, exc.strerror or exc)))
+            self._fail_read(lost_by_error(self.socket_path, exc))
             return "failed"
         if not n:
-            self._fail_read(ConnectionLost(
-                "ptod at %s closed the connection (the daemon exited, restarted or "
-                "dropped this client; see its log)." % self.socket_path))
+            self._fail_read(lost_by_close(self.socket_path))
             return "failed"
         try:
             got = self._reader.feed(self._rview[:n], self._inbox)
@@ -620,10 +616,8 @@ class Client:
         deadline = _deadline(self.timeout if timeout is None else timeout)
         left = _left(deadline)
         if "shm" not in self.features(math.inf if left is None else max(0.0, left)):
-            raise Unsupported("ptod at %s does not support shared-memory arguments: its ping "
-                              "lists no \"shm\" feature. Upgrade the daemon, or send the data "
-                              "inline (Data)." % self.socket_path)
-        name = "py-%d-%d" % (os.getpid(), next(_region_ids))
+            raise shm_unsupported(self.socket_path)
+        name = region_name()
         fd = make_memfd(nbytes)
         try:
             mm = mmap.mmap(fd, nbytes)

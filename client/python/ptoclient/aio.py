@@ -1,0 +1,705 @@
+"""ptoclient.aio: the asyncio client of ptod, for serving processes.
+
+    import ptoclient.aio
+    from ptoclient import Data, Out
+
+    async with ptoclient.aio.connect() as dev:   # $PTOD_SOCKET, else device 0's socket
+        r = await dev.dispatch("vector_add", [Data(a), Data(b), Out(n)],
+                               priority=-1, request_id="req-42")
+
+Every method of the blocking Client is a coroutine here, with the same
+parameters, results and exceptions (the same code builds the params and
+reads the answers: ptoclient.calls and ptoclient.wire).
+
+Concurrency.  Any number of tasks may await calls on one connection at
+once: requests are written whole, one after another, in the order they
+were made; one reader hands each answer to the future of its msgid,
+whatever order the daemon answers in.  A request waits for the socket
+when it is full (nothing is packed ahead of it: at most the one message
+being written is held as bytes), and answers keep being read meanwhile.
+A connection belongs to the event loop it was opened on.
+
+Cancellation.  Cancelling a task that awaits a call (task.cancel(),
+asyncio.wait_for, a TaskGroup failing) sends the daemon protocol 1.2's
+``cancel`` notification for the request, unless nothing of it was written
+yet (then it is simply not sent), and re-raises CancelledError; the answer
+that may still come (CANCELLED, or the result of a run that had started)
+is read and dropped.  A call's own ``timeout`` expiring does the same and
+raises CallTimeout.  A daemon of protocol 1.1 ignores ``cancel`` (it is a
+notification): the request then runs, and its answer is dropped.
+
+Priority and request ids.  Device requests (dispatch, buffer_*, prewarm)
+take ``priority`` (an int in [-8, 7], lower runs sooner, 0 the default)
+and ``request_id`` (1 to 64 printable ASCII characters, echoed by the
+daemon in the result, errors, logs and DFX).  Each is sent only when
+given: a daemon of protocol 1.1 refuses them by name (InvalidRequest).
+
+Failures.  The connection ending (the daemon exits, closes or resets it,
+sends its error notification, or sends what is not msgpack-RPC) fails
+every call in flight once, with the same PtoError as the blocking client,
+and every later call.
+"""
+
+import asyncio
+import collections
+import math
+import mmap
+import os
+import socket
+import time
+from typing import Any, Deque, Dict, Generator, Iterable, List, Optional, Set, Tuple
+
+import msgpack
+
+from .calls import (DEFAULT_TIMEOUT, buffer_alloc_params, buffer_read_params,
+                    buffer_write_params, bench_summary, call_failure, check_bench_counts,
+                    check_region_size, choose_socket_path, connect_failed, connect_timeout_for,
+                    deadline_at, dispatch_params, lost_by_close, lost_by_error, next_msgid,
+                    prewarm_params, serving_keys, shm_unsupported)
+from .env import warn_sizing_env
+from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
+from .shm import Region, fd_ancillary, make_memfd, region_name
+from .where import where_mismatch, where_needed
+from .wire import (ANSWER, BULK_MIN, FAILURE, Reader, advance, classify, pack_notification,
+                   pack_request, pack_request_parts)
+
+__all__ = ["connect", "AsyncClient", "AsyncRegion", "DEFAULT_TIMEOUT"]
+
+_RECV_SIZE = 256 << 10
+_IOV_MAX = 64
+
+
+class _Call:
+    """One request (future set) or notification (future None) on its way:
+    queued until written whole, pending until answered."""
+
+    __slots__ = ("msgid", "method", "params", "bulk", "fd", "future", "parts", "off", "total",
+                 "written", "timer", "given_up")
+
+    def __init__(self, msgid, method, params, bulk, fd, future):
+        self.msgid = msgid
+        self.method = method
+        self.params = params
+        self.bulk = bulk
+        self.fd = fd                  # passed with the first byte (SCM_RIGHTS)
+        self.future = future          # the answer: result, or the PtoError
+        self.parts: List[Any] = []    # what is left to write, once packed
+        self.off = 0                  # bytes written
+        self.total = 0                # bytes of the message; 0 until packed
+        self.written: Optional[asyncio.Future] = None  # set when it leaves the queue
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.given_up = False         # cancelled, or its timeout expired
+
+
+def _set(future, result=None, exc=None):
+    if future is not None and not future.done():
+        if exc is None:
+            future.set_result(result)
+        else:
+            future.set_exception(exc)
+
+
+class AsyncClient:
+    """A connection to one ptod on an asyncio event loop; make it with
+    connect().  The attributes are the blocking Client's: socket_path,
+    device, timeout, where, notifications."""
+
+    def __init__(self, sock: socket.socket, socket_path: str, device: Optional[int],
+                 timeout: Optional[float], loop: asyncio.AbstractEventLoop) -> None:
+        self.socket_path = socket_path
+        self.device = device
+        self.timeout = timeout
+        self.where: Optional[Tuple[Any, Any]] = None
+        self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)
+        self._loop = loop
+        self._sock = sock
+        self._pending: Dict[int, _Call] = {}   # msgid -> call, sent or queued, not answered
+        self._sent: Dict[int, _Call] = {}      # msgid -> call of send(), not yet collected
+        self._dropped: Set[int] = set()        # msgids whose answers are read and dropped
+        self._queue: Deque[_Call] = collections.deque()  # to write, in order; [0] is being written
+        self._wants_write = False
+        self._failure: Optional[PtoError] = None
+        self._send_error: Optional[OSError] = None
+        self._next_id = 1
+        self._features: Optional[List[str]] = None
+        self._regions: Set[str] = set()
+        self._packer = msgpack.Packer(use_bin_type=True)
+        self._where = "ptod at %s" % socket_path
+        self._reader = Reader(self._where)
+        self._inbox: List[Any] = []
+        self._rbuf = bytearray(_RECV_SIZE)
+        self._rview = memoryview(self._rbuf)
+        loop.add_reader(sock.fileno(), self._on_readable)
+
+    # ---- connection -----------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the connection; calls in flight raise ConnectionLost.
+        Idempotent."""
+        self._close()
+
+    def _close(self) -> None:
+        if self._sock.fileno() < 0:
+            return
+        self._fail(ConnectionLost("The client closed its connection to ptod at %s."
+                                  % self.socket_path))
+        self._sock.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection can no longer be used."""
+        return self._failure is not None
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._close()
+
+    def __repr__(self) -> str:
+        return "AsyncClient(%r)" % self.socket_path
+
+    def _fail(self, exc: PtoError) -> None:
+        """End the connection with exc (the first reason wins): every call
+        in flight fails with it, once."""
+        if self._failure is not None:
+            return
+        self._failure = exc
+        fd = self._sock.fileno()
+        if fd >= 0:
+            self._loop.remove_reader(fd)
+            self._loop.remove_writer(fd)
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._wants_write = False
+        pending, self._pending = self._pending, {}
+        queue, self._queue = self._queue, collections.deque()
+        self._dropped.clear()
+        for call in pending.values():
+            if call.timer is not None:
+                call.timer.cancel()
+            msgid = call.msgid if call.off else None  # None: nothing of it was sent
+            _set(call.future, exc=call_failure(exc, call.method, msgid, self._send_error))
+        for call in queue:
+            _set(call.written)
+
+    # ---- writing ----------------------------------------------------------
+
+    def _start(self, method: str, params: Any, bulk: bool = False,
+               fd: Optional[int] = None) -> _Call:
+        """Queue a request; it is written as soon as the ones before it are
+        (at once when the socket has room).  Raises the connection's
+        failure."""
+        if not isinstance(method, str):
+            raise TypeError("method must be a str, got %r." % (method,))
+        if params is not None and not isinstance(params, dict):
+            raise TypeError("params must be a dict (named parameters) or None, got %s."
+                            % type(params).__name__)
+        if self._failure is not None:
+            raise call_failure(self._failure, method, None, self._send_error)
+        msgid = next_msgid(self._next_id, self._pending, self._sent, self._dropped)
+        self._next_id = msgid + 1 if msgid < (1 << 32) - 1 else 1
+        call = _Call(msgid, method, params, bulk, fd, self._loop.create_future())
+        self._pending[msgid] = call
+        self._enqueue(call)
+        return call
+
+    def _enqueue(self, call: _Call) -> None:
+        self._queue.append(call)
+        if len(self._queue) == 1:
+            self._flush()
+
+    def _pack(self, call: _Call) -> bool:
+        """Pack the queue's head; False (its call failed) when msgpack
+        cannot encode its params."""
+        try:
+            if call.bulk:
+                call.parts = pack_request_parts(self._packer, call.msgid, call.method, call.params)
+            else:
+                call.parts = [pack_request(self._packer, call.msgid, call.method, call.params)]
+        except Exception as exc:  # TypeError, ValueError, OverflowError from msgpack
+            self._queue.popleft()
+            self._pending.pop(call.msgid, None)
+            _set(call.future, exc=exc)
+            _set(call.written)
+            return False
+        call.params = None
+        call.total = sum(len(p) for p in call.parts) if call.bulk else len(call.parts[0])
+        return True
+
+    def _flush(self) -> None:
+        """Write from the queue until it is empty or the socket is full."""
+        queue = self._queue
+        sock = self._sock
+        while queue:
+            call = queue[0]
+            if not call.total and not self._pack(call):
+                continue
+            parts = call.parts
+            try:
+                if call.fd is not None and not call.off:
+                    sent = sock.sendmsg(parts[:_IOV_MAX], fd_ancillary(call.fd),
+                                        socket.MSG_NOSIGNAL)
+                elif len(parts) == 1:
+                    sent = sock.send(parts[0], socket.MSG_NOSIGNAL)
+                else:
+                    sent = sock.sendmsg(parts[:_IOV_MAX], [], socket.MSG_NOSIGNAL)
+            except (BlockingIOError, InterruptedError):
+                self._want_write(True)
+                return
+            except OSError as exc:
+                self._write_failed(exc)
+                return
+            call.off += sent
+            if call.off < call.total:
+                call.parts = advance(parts, sent)
+                continue
+            queue.popleft()
+            call.parts = []
+            _set(call.written)
+        self._want_write(False)
+
+    def _want_write(self, on: bool) -> None:
+        if on != self._wants_write:
+            self._wants_write = on
+            if on:
+                self._loop.add_writer(self._sock.fileno(), self._flush)
+            else:
+                self._loop.remove_writer(self._sock.fileno())
+
+    def _write_failed(self, exc: OSError) -> None:
+        """EPIPE / ECONNRESET: the daemon closed the connection, maybe after
+        an error notification still to be read, which then says why."""
+        self._send_error = exc
+        while self._failure is None and self._on_readable():
+            pass
+        self._fail(lost_by_error(self.socket_path, exc))
+
+    def _notify(self, method: str, params: Any) -> None:
+        """Queue a notification (no answer) behind the requests queued."""
+        note = _Call(None, method, None, False, None, None)
+        note.parts = [pack_notification(self._packer, method, params)]
+        note.total = len(note.parts[0])
+        self._enqueue(note)
+
+    # ---- reading -----------------------------------------------------------
+
+    def _on_readable(self) -> bool:
+        """Read what has come and hand out its answers; False when nothing
+        was there or the connection ended."""
+        try:
+            n = self._sock.recv_into(self._rbuf)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as exc:
+            self._fail(lost_by_error(self.socket_path, exc))
+            return False
+        if not n:
+            self._fail(lost_by_close(self.socket_path))
+            return False
+        inbox = self._inbox
+        failure: Optional[PtoError] = None
+        try:
+            self._reader.feed(self._rview[:n], inbox)
+        except ProtocolError as exc:
+            failure = exc  # after the messages before it: an answer read first still counts
+        for msg in inbox:
+            self._handle(msg)
+            if self._failure is not None:
+                break  # nothing after the end counts
+        inbox.clear()
+        if failure is not None:
+            self._fail(failure)
+        return self._failure is None
+
+    def _handle(self, msg: Any) -> None:
+        kind, what, detail = classify(msg, self._where)
+        if kind == ANSWER:
+            call = self._pending.pop(what, None)
+            if call is None:
+                self._dropped.discard(what)  # the late answer of a cancelled call
+                return
+            if call.timer is not None:
+                call.timer.cancel()
+            error = detail[2]
+            if error is None:
+                _set(call.future, detail[3])
+            else:
+                _set(call.future, exc=error_from_wire(error))
+        elif kind == FAILURE:
+            self._fail(what)
+        else:
+            self.notifications.append((what, detail))
+
+    # ---- waiting, cancelling ------------------------------------------------
+
+    def _abandon(self, call: _Call, exc: Optional[PtoError]) -> None:
+        """The caller gave up on call (cancelled, or exc: its timeout):
+        drop it from the queue when nothing of it was written, else send
+        `cancel` after it and drop its answer."""
+        if self._pending.get(call.msgid) is not call:
+            return  # answered, or the connection ended
+        del self._pending[call.msgid]
+        call.given_up = True
+        if call.timer is not None:
+            call.timer.cancel()
+        if not call.off:
+            self._queue.remove(call)
+        else:
+            self._dropped.add(call.msgid)
+            self._notify("cancel", {"msgid": call.msgid})
+        _set(call.written)
+        _set(call.future, exc=exc)
+
+    def _expire(self, call: _Call) -> None:
+        if call.off:
+            text = ("No answer to %s (msgid %d) from ptod at %s within the timeout. A cancel was "
+                    "sent: the request does not start if it had not (a running one finishes); "
+                    "this connection stays usable and the late answer will be discarded."
+                    % (call.method, call.msgid, self.socket_path))
+        else:
+            text = ("Could not send %s to ptod at %s within the timeout (the daemon is not "
+                    "reading). Nothing was sent; the connection stays usable."
+                    % (call.method, self.socket_path))
+        self._abandon(call, CallTimeout(text))
+
+    def _timer(self, call: _Call, deadline: Optional[float]) -> None:
+        if deadline is not None and not call.future.done():
+            call.timer = self._loop.call_later(max(0.0, deadline - time.monotonic()),
+                                               self._expire, call)
+
+    async def _wait(self, call: _Call, deadline: Optional[float]) -> Any:
+        """The answer of call by deadline (see the module docstring for
+        cancellation and timeouts)."""
+        self._timer(call, deadline)
+        try:
+            return await call.future
+        except asyncio.CancelledError:
+            self._abandon(call, None)
+            raise
+
+    def _deadline(self, timeout: Optional[float]) -> Optional[float]:
+        return deadline_at(self.timeout if timeout is None else timeout)
+
+    async def _call(self, method: str, params: Any, timeout: Optional[float],
+                    bulk: bool = False) -> Any:
+        deadline = self._deadline(timeout)
+        return await self._wait(self._start(method, params, bulk), deadline)
+
+    # ---- low level: call, send, result, gather, cancel ---------------------
+
+    async def call(self, method: str, params: Any = None, timeout: Optional[float] = None) -> Any:
+        """One request and its answer; for methods without a helper."""
+        return await self._call(method, params, timeout)
+
+    async def send(self, method: str, params: Any = None, timeout: Optional[float] = None) -> int:
+        """Write one request and return its msgid for result(), once it is
+        written whole (so a full socket holds the caller back); the
+        timeout covers the write."""
+        return await self._send(self._start(method, params), self._deadline(timeout))
+
+    async def _send(self, call: _Call, deadline: Optional[float]) -> int:
+        if call.off < call.total or not call.total:  # still queued
+            call.written = self._loop.create_future()
+            self._timer(call, deadline)
+            try:
+                await call.written
+            except asyncio.CancelledError:
+                self._abandon(call, None)
+                raise
+            finally:
+                if call.timer is not None:
+                    call.timer.cancel()
+                    call.timer = None
+        if call.given_up or (not call.off and call.future.done()):
+            return call.future.result()  # raises: timed out, or not written (packing, failure)
+        self._sent[call.msgid] = call
+        return call.msgid
+
+    async def result(self, msgid: int, timeout: Optional[float] = None) -> Any:
+        """The answer of a request sent with send() / send_dispatch();
+        raises its PtoError.  Each msgid is collected once."""
+        deadline = self._deadline(timeout)
+        call = self._sent.pop(msgid, None)
+        if call is None:
+            raise ValueError("No pending call with msgid %r on this connection (already "
+                             "collected, timed out, or never sent)." % (msgid,))
+        return await self._wait(call, deadline)
+
+    async def gather(self, msgids: Iterable[int], timeout: Optional[float] = None,
+                     return_exceptions: bool = False) -> List[Any]:
+        """The answers of several msgids in the order given, under one
+        timeout (as Client.gather)."""
+        deadline = self._deadline(timeout)
+        out: List[Any] = []
+        first_error = None
+        for msgid in msgids:
+            try:
+                left = math.inf if deadline is None else max(0.0, deadline - time.monotonic())
+                out.append(await self.result(msgid, left))
+            except PtoError as exc:
+                out.append(exc)
+                if first_error is None:
+                    first_error = exc
+        if first_error is not None and not return_exceptions:
+            raise first_error
+        return out
+
+    def cancel(self, msgid: int) -> None:
+        """Send `cancel` for a request of send() / send_dispatch(); its
+        result() then raises Cancelled if it had not started (or gives the
+        run's answer if it had).  Nothing when msgid is not one of this
+        connection's requests in flight."""
+        call = self._sent.get(msgid)
+        if call is not None and msgid in self._pending and self._failure is None:
+            self._notify("cancel", {"msgid": msgid})
+
+    # ---- methods of the protocol ---------------------------------------------
+
+    async def ping(self, timeout: Optional[float] = None) -> Dict[str, Any]:
+        return await self._call("ping", None, timeout)
+
+    async def status(self, timeout: Optional[float] = None) -> Dict[str, Any]:
+        return await self._call("status", None, timeout)
+
+    async def metrics(self, timeout: Optional[float] = None) -> str:
+        return await self._call("metrics", None, timeout)
+
+    async def programs(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+        return await self._call("programs", None, timeout)
+
+    async def advise(self, timeout: Optional[float] = None) -> Dict[str, Any]:
+        return await self._call("advise", None, timeout)
+
+    async def features(self, timeout: Optional[float] = None) -> List[str]:
+        """ping's ``features``, asked once per connection."""
+        if self._features is None:
+            feats = (await self.ping(timeout)).get("features") or []
+            self._features = [f for f in feats if isinstance(f, str)]
+        return list(self._features)
+
+    async def _check_where(self, config: Any, timeout: Optional[float]) -> None:
+        cfg = where_needed(config)
+        if cfg is None:
+            return
+        if self.where is None:
+            st = await self.status(timeout)
+            self.where = (st.get("device"), st.get("platform"))
+        why = where_mismatch(cfg, self.where, self.socket_path)
+        if why is not None:
+            raise ValueError(why)
+
+    async def _dispatch_call(self, program, args, config, deadline_ms, timeout, priority,
+                             request_id) -> _Call:
+        params, largest = dispatch_params(program, args, config, deadline_ms, self, priority,
+                                          request_id)
+        if config is not None:
+            await self._check_where(config, timeout)
+        return self._start("dispatch", params, largest >= BULK_MIN)
+
+    async def dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
+                       deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
+                       priority: Optional[int] = None,
+                       request_id: Optional[str] = None) -> Dict[str, Any]:
+        """Run program once (as Client.dispatch); priority and request_id
+        as in the module docstring."""
+        deadline = self._deadline(timeout)
+        call = await self._dispatch_call(program, args, config, deadline_ms, timeout, priority,
+                                         request_id)
+        return await self._wait(call, deadline)
+
+    async def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
+                            deadline_ms: Optional[int] = None, timeout: Optional[float] = None,
+                            *, priority: Optional[int] = None,
+                            request_id: Optional[str] = None) -> int:
+        """Pipelined dispatch: its msgid, once written, for result()."""
+        deadline = self._deadline(timeout)
+        call = await self._dispatch_call(program, args, config, deadline_ms, timeout, priority,
+                                         request_id)
+        return await self._send(call, deadline)
+
+    async def buffer_alloc(self, name: str, nbytes: Optional[int] = None, init: Any = None,
+                           timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                           request_id: Optional[str] = None) -> Dict[str, Any]:
+        params, bulk = buffer_alloc_params(name, nbytes, init)
+        serving_keys(params, priority, request_id)
+        return await self._call("buffer.alloc", params, timeout, bulk)
+
+    async def buffer_write(self, name: str, data: Any, offset: Optional[int] = None,
+                           timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                           request_id: Optional[str] = None) -> Dict[str, Any]:
+        params, bulk = buffer_write_params(self, name, data, offset)
+        serving_keys(params, priority, request_id)
+        return await self._call("buffer.write", params, timeout, bulk)
+
+    async def buffer_read(self, name: str, offset: Optional[int] = None,
+                          nbytes: Optional[int] = None, timeout: Optional[float] = None,
+                          into: Any = None, *, priority: Optional[int] = None,
+                          request_id: Optional[str] = None) -> Any:
+        params = buffer_read_params(self, name, offset, nbytes, into)
+        serving_keys(params, priority, request_id)
+        return await self._call("buffer.read", params, timeout)
+
+    async def buffer_free(self, name: str, timeout: Optional[float] = None, *,
+                          priority: Optional[int] = None,
+                          request_id: Optional[str] = None) -> Dict[str, Any]:
+        params = serving_keys({"name": name}, priority, request_id)
+        return await self._call("buffer.free", params, timeout)
+
+    async def buffer_list(self, timeout: Optional[float] = None, *,
+                          priority: Optional[int] = None,
+                          request_id: Optional[str] = None) -> List[Dict[str, Any]]:
+        params = serving_keys({}, priority, request_id)
+        return await self._call("buffer.list", params or None, timeout)
+
+    async def prewarm(self, config: Any = None, timeout: Optional[float] = None, *,
+                      priority: Optional[int] = None,
+                      request_id: Optional[str] = None) -> Dict[str, Any]:
+        params = serving_keys(prewarm_params(config) or {}, priority, request_id)
+        return await self._call("prewarm", params or None, timeout)
+
+    async def bench(self, program: str, args: Iterable[Any] = (), config: Any = None,
+                    repeat: int = 10, warmup: int = 1, deadline_ms: Optional[int] = None,
+                    timeout: Optional[float] = None) -> Dict[str, Any]:
+        """As Client.bench: warmup + repeat dispatches one after another."""
+        check_bench_counts(repeat, warmup)
+        params, largest = dispatch_params(program, args, config, deadline_ms, self)
+        runs = []
+        for _ in range(warmup + repeat):
+            start = time.perf_counter()
+            res = await self._call("dispatch", params, timeout, largest >= BULK_MIN)
+            runs.append(((time.perf_counter() - start) * 1e6, res))
+        return bench_summary(program, repeat, warmup, params, runs)
+
+    @staticmethod
+    def dispatch_params(program: str, args: Iterable[Any] = (), config: Any = None,
+                        deadline_ms: Optional[int] = None, client: Any = None, *,
+                        priority: Optional[int] = None,
+                        request_id: Optional[str] = None) -> Dict[str, Any]:
+        """The params map a dispatch sends (as Client.dispatch_params)."""
+        return dispatch_params(program, args, config, deadline_ms, client, priority,
+                               request_id)[0]
+
+    # ---- shared memory --------------------------------------------------------
+
+    async def shm(self, nbytes: int, timeout: Optional[float] = None) -> "AsyncRegion":
+        """A shared-memory region registered on this connection (as
+        Client.shm); close it with ``await region.aclose()`` or ``async
+        with``, or close()."""
+        check_region_size(nbytes)
+        deadline = self._deadline(timeout)
+        left = math.inf if deadline is None else max(0.0, deadline - time.monotonic())
+        if "shm" not in await self.features(left):
+            raise shm_unsupported(self.socket_path)
+        name = region_name()
+        fd = make_memfd(nbytes)
+        try:
+            mm = mmap.mmap(fd, nbytes)
+            try:
+                call = self._start("shm.register", {"name": name, "bytes": nbytes}, fd=fd)
+                await self._wait(call, deadline)
+            except BaseException:
+                mm.close()
+                raise
+        finally:
+            os.close(fd)  # the map (and the daemon) keep the memory
+        self._regions.add(name)
+        return AsyncRegion(self, name, nbytes, mm)
+
+    def _forget_region(self, name: str) -> bool:
+        """True when name was an open region of this working connection."""
+        if name not in self._regions:
+            return False
+        self._regions.discard(name)
+        return self._failure is None
+
+    def _shm_closed(self, region: Region) -> None:
+        """Region.close: unregister it, without waiting for the answer."""
+        if self._forget_region(region.name):
+            call = self._start("shm.unregister", {"name": region.name})
+            if self._pending.pop(call.msgid, None) is call:
+                self._dropped.add(call.msgid)
+
+    async def shm_list(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+        return await self._call("shm.list", None, timeout)
+
+
+class AsyncRegion(Region):
+    """A Region of an AsyncClient: ``async with`` or ``await aclose()``
+    unregisters it and waits for the daemon's answer; close() sends the
+    unregister without waiting."""
+
+    async def aclose(self) -> None:
+        client = self.client
+        assert isinstance(client, AsyncClient)
+        if not self.closed and client._forget_region(self.name):
+            try:
+                await client.call("shm.unregister", {"name": self.name})
+            finally:
+                self.close()  # forgotten: unmaps only
+        else:
+            self.close()
+
+    async def __aenter__(self) -> "AsyncRegion":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+# ---- connecting ----------------------------------------------------------------
+
+
+class _Connect:
+    """What connect() returns: await it for an AsyncClient, or use it as
+    ``async with`` (the connection is closed at the end)."""
+
+    def __init__(self, socket_path, device, timeout, connect_timeout):
+        deadline_at(timeout)  # validate
+        self._args = (socket_path, device, timeout, connect_timeout)
+        self._client: Optional[AsyncClient] = None
+
+    def __await__(self) -> Generator[Any, None, AsyncClient]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> AsyncClient:
+        self._client = await self._open()
+        return self._client
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    async def _open(self) -> AsyncClient:
+        socket_path, device, timeout, connect_timeout = self._args
+        warn_sizing_env()
+        path = choose_socket_path(socket_path, device)
+        limit = connect_timeout_for(timeout, connect_timeout)
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_UNIX,
+                             socket.SOCK_STREAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
+        try:
+            connecting = loop.sock_connect(sock, path)
+            await (connecting if math.isinf(limit) else asyncio.wait_for(connecting, limit))
+        except asyncio.TimeoutError:
+            sock.close()
+            raise connect_failed(TimeoutError(), path, limit) from None
+        except OSError as exc:
+            sock.close()
+            raise connect_failed(exc, path, limit) from None
+        except BaseException:
+            sock.close()
+            raise
+        return AsyncClient(sock, path, device, timeout, loop)
+
+
+def connect(socket_path: Optional[str] = None, device: Optional[int] = None,
+            timeout: Optional[float] = DEFAULT_TIMEOUT,
+            connect_timeout: Optional[float] = None) -> _Connect:
+    """A connection to ptod, as Client(...) makes one: socket_path, else
+    $PTOD_SOCKET when device is None and it is set, else the built-in
+    socket of device (default 0).  ``async with connect() as dev:``, or
+    ``dev = await connect()`` (then ``await dev.close()``)."""
+    return _Connect(socket_path, device, timeout, connect_timeout)
