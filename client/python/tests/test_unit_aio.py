@@ -4,7 +4,6 @@ told, the late answer dropped), timeouts, a connection reset with requests
 in flight, writes that wait for a full socket, the CANCELLED error, and
 priority / request_id checked before anything is sent."""
 
-import array
 import asyncio
 import os
 import random
