@@ -14,10 +14,12 @@ reads the answers: ptoclient.calls and ptoclient.wire).
 Concurrency.  Any number of tasks may await calls on one connection at
 once: requests are written whole, one after another, in the order they
 were made; one reader hands each answer to the future of its msgid,
-whatever order the daemon answers in.  A request waits for the socket
-when it is full (nothing is packed ahead of it: at most the one message
-being written is held as bytes), and answers keep being read meanwhile.
-A connection belongs to the event loop it was opened on.
+whatever order the daemon answers in.  Requests made in one loop step
+while others are in flight go out together in one system call.  A request
+waits for the socket when it is full (packed only when it is written: the
+bytes held are those of the message being written, or of up to 64 KiB of
+small ones written together), and answers keep being read meanwhile.  A
+connection belongs to the event loop it was opened on.
 
 Cancellation.  Cancelling a task that awaits a call (task.cancel(),
 asyncio.wait_for, a TaskGroup failing) sends the daemon protocol 1.2's
@@ -68,7 +70,8 @@ from .wire import (ANSWER, BULK_MIN, FAILURE, Reader, advance, classify, pack_no
 __all__ = ["connect", "AsyncClient", "AsyncRegion", "DEFAULT_TIMEOUT"]
 
 _RECV_SIZE = 256 << 10
-_IOV_MAX = 64
+_IOV_MAX = 64             # buffers per sendmsg, well under Linux's 1024
+_BATCH_BYTES = 64 << 10   # small messages written together, at most
 
 
 class _Call:
@@ -120,6 +123,7 @@ class AsyncClient:
         self._dropped: Set[int] = set()        # msgids whose answers are read and dropped
         self._queue: Deque[_Call] = collections.deque()  # to write, in order; [0] is being written
         self._wants_write = False
+        self._flush_soon = False  # _flush_batch is scheduled
         self._failure: Optional[PtoError] = None
         self._send_error: Optional[OSError] = None
         self._next_id = 1
@@ -219,26 +223,60 @@ class AsyncClient:
 
     def _enqueue(self, call: _Call) -> None:
         self._queue.append(call)
-        if len(self._queue) == 1:
+        if len(self._queue) == 1 and not self._flush_soon:
+            if len(self._pending) > 1:
+                # Other calls are in flight, so tasks woken by their answers
+                # are likely making requests in this same loop step: write
+                # them together at its end, in one system call.
+                self._flush_soon = True
+                self._loop.call_soon(self._flush_batch)
+            else:
+                self._flush()
+
+    def _flush_batch(self) -> None:
+        self._flush_soon = False
+        if self._failure is None:
             self._flush()
 
-    def _pack(self, call: _Call) -> bool:
-        """Pack the queue's head; False (its call failed) when msgpack
-        cannot encode its params."""
+    def _pack(self, call: _Call) -> Optional[Exception]:
+        """Pack call's message; the error when msgpack cannot encode its
+        params."""
         try:
             if call.bulk:
                 call.parts = pack_request_parts(self._packer, call.msgid, call.method, call.params)
             else:
                 call.parts = [pack_request(self._packer, call.msgid, call.method, call.params)]
         except Exception as exc:  # TypeError, ValueError, OverflowError from msgpack
-            self._queue.popleft()
-            self._pending.pop(call.msgid, None)
-            _set(call.future, exc=exc)
-            _set(call.written)
-            return False
+            return exc
         call.params = None
         call.total = sum(len(p) for p in call.parts) if call.bulk else len(call.parts[0])
-        return True
+        return None
+
+    def _pack_head(self) -> bool:
+        """Pack the queue's head; False when it could not be (its call
+        fails with msgpack's error and leaves the queue)."""
+        call = self._queue[0]
+        exc = self._pack(call)
+        if exc is None:
+            return True
+        self._queue.popleft()
+        self._pending.pop(call.msgid, None)
+        _set(call.future, exc=exc)
+        _set(call.written)
+        return False
+
+    def _batch(self) -> List[Any]:
+        """The buffers of the queue's head and of the small messages behind
+        it, packed now, up to _IOV_MAX buffers or _BATCH_BYTES."""
+        bufs = list(self._queue[0].parts)
+        size = 0
+        for call in itertools.islice(self._queue, 1, None):
+            if len(bufs) >= _IOV_MAX or size >= _BATCH_BYTES or call.fd is not None \
+                    or call.bulk or (not call.total and self._pack(call) is not None):
+                break  # (one that msgpack refuses fails when it is the head)
+            bufs.append(call.parts[0])
+            size += call.total
+        return bufs
 
     def _flush(self) -> None:
         """Write from the queue until it is empty or the socket is full."""
@@ -246,13 +284,15 @@ class AsyncClient:
         sock = self._sock
         while queue:
             call = queue[0]
-            if not call.total and not self._pack(call):
+            if not call.total and not self._pack_head():
                 continue
             parts = call.parts
             try:
                 if call.fd is not None and not call.off:
                     sent = sock.sendmsg(parts[:_IOV_MAX], fd_ancillary(call.fd),
                                         socket.MSG_NOSIGNAL)
+                elif len(queue) > 1 and not call.bulk:
+                    sent = sock.sendmsg(self._batch(), [], socket.MSG_NOSIGNAL)
                 elif len(parts) == 1:
                     sent = sock.send(parts[0], socket.MSG_NOSIGNAL)
                 else:
@@ -263,14 +303,24 @@ class AsyncClient:
             except OSError as exc:
                 self._write_failed(exc)
                 return
-            call.off += sent
-            if call.off < call.total:
-                call.parts = advance(parts, sent)
-                continue
+            self._written(sent)
+        self._want_write(False)
+
+    def _written(self, sent: int) -> None:
+        """Account sent bytes to the messages at the queue's head."""
+        queue = self._queue
+        while sent:
+            call = queue[0]
+            left = call.total - call.off
+            if sent < left:
+                call.off += sent
+                call.parts = advance(call.parts, sent)
+                return
+            sent -= left
+            call.off = call.total
             queue.popleft()
             call.parts = []
             _set(call.written)
-        self._want_write(False)
 
     def _want_write(self, on: bool) -> None:
         if on != self._wants_write:

@@ -100,6 +100,27 @@ class Concurrency(AioBase):
         self.run_async(main())
 
 
+    def test_requests_made_together_are_written_together_and_whole(self):
+        held = []
+        s = self.server(handler=holding(held))
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                first = asyncio.ensure_future(dev.dispatch("noop", [0]))
+                await self.wait_until("the first request", lambda: held)
+                # made in one loop step while another is in flight: batched,
+                # and one that msgpack cannot encode fails alone
+                calls = [dev.call("status", {"i": i}) for i in range(100)]
+                calls.insert(50, dev.call("status", {"bad": object()}))
+                out = await asyncio.gather(*calls, return_exceptions=True)
+                self.assertIsInstance(out[50], TypeError)
+                del out[50]
+                self.assertEqual([r["params"] for r in out], [{"i": i} for i in range(100)])
+                held[0][0].respond(held[0][1], {"first": True})
+                self.assertEqual(await first, {"first": True})
+
+        self.run_async(main())
+
 class Cancellation(AioBase):
     def test_wait_for_sends_cancel_for_its_msgid_and_reraises(self):
         held = []
