@@ -18,7 +18,7 @@ sys.path.insert(0, HERE)
 
 from fake_server import FakeServer, ok_result  # noqa: E402
 import ptoclient.aio  # noqa: E402
-from ptoclient import Data  # noqa: E402
+from ptoclient import Data, RunConfig  # noqa: E402
 from ptoclient.errors import (CallTimeout, Cancelled, ConnectFailed, ConnectionLost,  # noqa: E402
                               HeapRingDeadlock, PermissionDenied, ProtocolError, PtoError,
                               Unsupported)
@@ -200,6 +200,31 @@ class Cancellation(AioBase):
 
         self.run_async(main())
 
+    def test_each_call_expires_at_its_own_deadline(self):
+        held = []
+        s = self.server(handler=holding(held))
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                # made in order of a long, a short and no timeout: only the
+                # short one expires, whatever the order of creation
+                long_ = asyncio.ensure_future(dev.dispatch("noop", [0], timeout=T))
+                short = asyncio.ensure_future(dev.dispatch("noop", [1], timeout=0.05))
+                never = asyncio.ensure_future(dev.dispatch("noop", [2], timeout=None))
+                await self.wait_until("three requests", lambda: len(held) == 3)
+                with self.assertRaises(CallTimeout):
+                    await short
+                await self.wait_until("the cancel", lambda: s.notes)
+                self.assertEqual(s.notes, [("cancel", [{"msgid": held[1][1]}])])
+                self.assertFalse(long_.done() or never.done())
+                for conn, msgid, params in (held[0], held[2]):
+                    conn.respond(msgid, {"n": params["args"][0]["scalar"]})
+                self.assertEqual(((await long_)["n"], (await never)["n"]), (0, 2))
+                # answered calls leave no live deadline behind
+                self.assertFalse([e for e in dev._deadlines if e[2].deadline == e[0]])
+
+        self.run_async(main())
+
     def test_cancelled_maps_to_its_exception(self):
         held = []
 
@@ -348,6 +373,32 @@ class FullSocket(AioBase):
         self.assertEqual([p["args"][0].get("scalar") for m, p in s.requests][1:],
                          list(range(50)))  # 99 never reached the server
         self.assertEqual(s.notes, [])
+
+
+class Helpers(AioBase):
+    def test_bench_and_the_where_check(self):
+        def handler(conn, msgid, method, params):
+            if method == "status":
+                conn.respond(msgid, {"device": 0, "platform": "sim", "state": "ready"})
+            else:
+                conn.respond(msgid, ok_result(method, params))
+
+        s = self.server(handler=handler)
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                b = await dev.bench("noop", [1], config={"ring_heap": 2048}, repeat=3, warmup=2)
+                self.assertEqual((b["repeat"], len(b["wall_us"]), b["arena_hits"]), (3, 3, 3))
+                self.assertEqual(b["config"], {"ring_heap": 2048})
+                with self.assertRaises(ValueError) as cm:
+                    await dev.dispatch("noop", [1], config=RunConfig(device_id=1))
+                self.assertIn("it owns device 0", str(cm.exception))
+                r = await dev.dispatch("noop", [1], config=RunConfig(ring_heap=4096, device_id=0))
+                self.assertEqual(r["echo"]["config"], {"ring_heap": 4096})
+
+        self.run_async(main())
+        self.assertEqual([m for m, _ in s.requests].count("status"), 1)  # asked once
+        self.assertEqual(len([m for m, _ in s.requests if m == "dispatch"]), 6)
 
 
 class ServingKeys(AioBase):
