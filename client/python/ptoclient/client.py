@@ -59,7 +59,7 @@ from .calls import (CONNECT_TIMEOUT, DEFAULT_TIMEOUT, buffer_alloc_params,  # no
                     check_bench_counts, check_region_size, choose_socket_path, connect_failed,
                     connect_timeout_for, deadline_at as _deadline, dispatch_params,
                     lost_by_close, lost_by_error, next_msgid, prewarm_params,
-                    shm_unsupported)
+                    serving_keys, shm_unsupported)
 from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
@@ -535,15 +535,19 @@ class Client:
 
     @staticmethod
     def dispatch_params(program: str, args: Iterable[Any] = (), config: Any = None,
-                        deadline_ms: Optional[int] = None, client: Any = None) -> Dict[str, Any]:
+                        deadline_ms: Optional[int] = None, client: Any = None, *,
+                        priority: Optional[int] = None,
+                        request_id: Optional[str] = None) -> Dict[str, Any]:
         """The params map of a dispatch (validated, encoded); what dispatch()
         and send_dispatch() send.  client: the connection it is for (a
         region argument must be one of its regions)."""
-        return dispatch_params(program, args, config, deadline_ms, client)[0]
+        return dispatch_params(program, args, config, deadline_ms, client, priority,
+                               request_id)[0]
 
     def dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
-                 deadline_ms: Optional[int] = None,
-                 timeout: Optional[float] = None) -> Dict[str, Any]:
+                 deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
+                 priority: Optional[int] = None,
+                 request_id: Optional[str] = None) -> Dict[str, Any]:
         """Run `program` once; returns the result map (outputs as bytes, one
         entry per argument; arena, sizing with source, peaks, timing_us,
         tasks; dfx when the config set a DFX flag, see ptoclient.dfx).
@@ -551,51 +555,66 @@ class Client:
         RunConfig (see RunConfig.from_pypto) or None; its platform and
         device_id are checked against the daemon first (where.check_where).
         deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
-        not started by then."""
-        params, largest = dispatch_params(program, args, config, deadline_ms, self)
+        not started by then.  priority ([-8, 7], lower runs sooner) and
+        request_id (1-64 printable ASCII characters) are protocol 1.2's,
+        sent only when given, as on every device request below."""
+        params, largest = dispatch_params(program, args, config, deadline_ms, self, priority,
+                                          request_id)
         if config is not None:
             check_where(self, config, timeout)
         return self._call("dispatch", params, timeout, largest >= BULK_MIN)
 
     def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
-                      deadline_ms: Optional[int] = None, timeout: Optional[float] = None) -> int:
+                      deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
+                      priority: Optional[int] = None, request_id: Optional[str] = None) -> int:
         """Pipelined dispatch: send it and return its msgid for result()."""
-        params, largest = dispatch_params(program, args, config, deadline_ms, self)
+        params, largest = dispatch_params(program, args, config, deadline_ms, self, priority,
+                                          request_id)
         if config is not None:
             check_where(self, config, timeout)
         deadline = _deadline(self.timeout if timeout is None else timeout)
         return self._send("dispatch", params, deadline, bulk=largest >= BULK_MIN)
 
     def buffer_alloc(self, name: str, nbytes: Optional[int] = None, init: Any = None,
-                     timeout: Optional[float] = None) -> Dict[str, Any]:
+                     timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                     request_id: Optional[str] = None) -> Dict[str, Any]:
         """Allocate a resident buffer; init (bytes-like) fills it, and sets
         nbytes when nbytes is None.  Returns {name, bytes}."""
         params, bulk = buffer_alloc_params(name, nbytes, init)
+        serving_keys(params, priority, request_id)
         return self._call("buffer.alloc", params, timeout, bulk)
 
     def buffer_write(self, name: str, data: Any, offset: Optional[int] = None,
-                     timeout: Optional[float] = None) -> Dict[str, Any]:
+                     timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                     request_id: Optional[str] = None) -> Dict[str, Any]:
         """Write data at offset (default 0): bytes-like data (sent without a
         copy), or a region slice (region[a:b], a Region for all of it),
         which the daemon copies from shared memory.  Returns {bytes}."""
         params, bulk = buffer_write_params(self, name, data, offset)
+        serving_keys(params, priority, request_id)
         return self._call("buffer.write", params, timeout, bulk)
 
     def buffer_read(self, name: str, offset: Optional[int] = None, nbytes: Optional[int] = None,
-                    timeout: Optional[float] = None, into: Any = None) -> Any:
+                    timeout: Optional[float] = None, into: Any = None, *,
+                    priority: Optional[int] = None, request_id: Optional[str] = None) -> Any:
         """Read nbytes (default: to the end) from offset (default 0); returns
         bytes.  into: a region slice (or Region) that the daemon copies the
         bytes into instead (nbytes defaults to its size); returns {bytes}."""
         params = buffer_read_params(self, name, offset, nbytes, into)
+        serving_keys(params, priority, request_id)
         return self.call("buffer.read", params, timeout)
 
-    def buffer_free(self, name: str, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def buffer_free(self, name: str, timeout: Optional[float] = None, *,
+                    priority: Optional[int] = None,
+                    request_id: Optional[str] = None) -> Dict[str, Any]:
         """Free a resident buffer.  Returns {bytes}."""
-        return self.call("buffer.free", {"name": name}, timeout)
+        return self.call("buffer.free", serving_keys({"name": name}, priority, request_id),
+                         timeout)
 
-    def buffer_list(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+    def buffer_list(self, timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                    request_id: Optional[str] = None) -> List[Dict[str, Any]]:
         """[{name, bytes}]."""
-        return self.call("buffer.list", None, timeout)
+        return self.call("buffer.list", serving_keys({}, priority, request_id) or None, timeout)
 
     # ---- shared memory ----------------------------------------------
 
@@ -647,10 +666,13 @@ class Client:
         """The regions the daemon holds for this connection: [{name, bytes}]."""
         return self.call("shm.list", None, timeout)
 
-    def prewarm(self, config: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def prewarm(self, config: Any = None, timeout: Optional[float] = None, *,
+                priority: Optional[int] = None,
+                request_id: Optional[str] = None) -> Dict[str, Any]:
         """Build the arena for this config's sizing now (None: the daemon's
         baseline); returns the `arena` map of status."""
-        return self.call("prewarm", prewarm_params(config), timeout)
+        params = serving_keys(prewarm_params(config) or {}, priority, request_id)
+        return self.call("prewarm", params or None, timeout)
 
     def advise(self, timeout: Optional[float] = None) -> Dict[str, Any]:
         """{observed, recommended, config}."""
