@@ -691,11 +691,16 @@ class AsyncClient:
         fd = make_memfd(nbytes)
         try:
             mm = mmap.mmap(fd, nbytes)
+            call = None
             try:
                 call = self._start("shm.register", {"name": name, "bytes": nbytes}, fd=fd)
                 await self._wait(call, deadline)
             except BaseException:
                 mm.close()
+                if call is not None and call.given_up and call.off:
+                    # Gave up after the daemon may have registered it: let
+                    # it go rather than hold it until the connection ends.
+                    self._unregister(name)
                 raise
         finally:
             os.close(fd)  # the map (and the daemon) keep the memory
@@ -712,7 +717,12 @@ class AsyncClient:
     def _shm_closed(self, region: Region) -> None:
         """Region.close: unregister it, without waiting for the answer."""
         if self._forget_region(region.name):
-            call = self._start("shm.unregister", {"name": region.name})
+            self._unregister(region.name)
+
+    def _unregister(self, name: str) -> None:
+        """Send shm.unregister for name; its answer is dropped."""
+        if self._failure is None:
+            call = self._start("shm.unregister", {"name": name})
             if self._pending.pop(call.msgid, None) is call:
                 self._dropped.add(call.msgid)
 

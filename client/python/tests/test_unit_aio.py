@@ -474,6 +474,33 @@ class SharedMemory(AioBase):
         self.assertEqual(len(s.fds), 2)
         self.assertTrue(os.readlink("/proc/self/fd/%d" % s.fds[0]).startswith("/memfd:"))
 
+    def test_a_region_given_up_after_its_register_went_out_is_unregistered(self):
+        held = []
+
+        def handler(conn, msgid, method, params):
+            if method == "ping":
+                conn.respond(msgid, {"state": "ready", "features": ["shm"]})
+            elif method == "shm.register":
+                held.append(msgid)  # no answer: the caller gives up
+            else:
+                conn.respond(msgid, {"name": params["name"]})
+
+        s = self.server(handler=handler)
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                with self.assertRaises(asyncio.TimeoutError):
+                    await asyncio.wait_for(dev.shm(4096), 0.05)
+                self.assertEqual((await dev.ping())["state"], "ready")
+                self.assertEqual(dev._regions, set())
+
+        self.run_async(main())
+        name = s.requests[1][1]["name"]
+        self.assertEqual([m for m, _ in s.requests], ["ping", "shm.register", "shm.unregister",
+                                                      "ping"])
+        self.assertEqual(s.requests[2][1], {"name": name})
+        self.assertEqual(s.notes, [("cancel", [{"msgid": held[0]}])])
+
     def test_a_daemon_without_the_feature(self):
         s = self.server()
 
