@@ -19,7 +19,8 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 
 import msgpack
 
-from .calls import call_failure, deadline_at, lost_by_close, lost_by_error, next_msgid
+from .calls import (call_failure, deadline_at, gathered, lost_by_close, lost_by_error,
+                    next_msgid)
 from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
 from .shm import fd_ancillary
 from .wire import (ANSWER, FAILURE, Reader, advance, classify, pack_notification, pack_request,
@@ -467,18 +468,13 @@ class Channel:
         timeout (as Client.gather)."""
         deadline = self._deadline(timeout)
         out: List[Any] = []
-        first_error = None
         for msgid in msgids:
+            left = math.inf if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                left = math.inf if deadline is None else max(0.0, deadline - time.monotonic())
                 out.append(await self.result(msgid, left))
             except PtoError as exc:
                 out.append(exc)
-                if first_error is None:
-                    first_error = exc
-        if first_error is not None and not return_exceptions:
-            raise first_error
-        return out
+        return gathered(out, return_exceptions)
 
     def cancel(self, msgid: int) -> None:
         """Send `cancel` for a request of send() / send_dispatch(); its

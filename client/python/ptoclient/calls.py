@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_TIMEOUT", "CONNECT_TIMEOUT", "PRIORITY_MIN", "PRIORITY_MAX",
            "deadline_at", "dispatch_params", "serving_keys", "buffer_alloc_params",
            "buffer_write_params", "buffer_read_params", "prewarm_params", "check_region_size",
            "check_bench_counts", "bench_summary", "call_failure", "next_msgid",
-           "lost_by_error", "lost_by_close", "shm_unsupported"]
+           "lost_by_error", "lost_by_close", "shm_unsupported", "gathered"]
 
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
@@ -152,6 +152,16 @@ def call_failure(failure: PtoError, method: str, msgid: Optional[int],
         text += " (Writing to it had failed: %s.)" % (send_error.strerror or send_error)
     prefix = "Cannot send %s: " % what if msgid is None else "No answer to %s: " % what
     return ConnectionLost(prefix + text)
+
+
+def gathered(out: List[Any], return_exceptions: bool) -> List[Any]:
+    """gather's answer from the results and PtoErrors collected, in order:
+    out itself, or (without return_exceptions) the first error raised."""
+    if not return_exceptions:
+        for item in out:
+            if isinstance(item, PtoError):
+                raise item
+    return out
 
 
 # ---- params of the methods --------------------------------------------

@@ -57,7 +57,7 @@ from .wire import (ANSWER, BULK_MIN, FAILURE, Reader, advance, classify, pack_re
 from .calls import (CONNECT_TIMEOUT, DEFAULT_TIMEOUT, buffer_alloc_params,  # noqa: F401
                     buffer_read_params, buffer_write_params, bench_summary, call_failure,
                     check_bench_counts, check_region_size, choose_socket_path, connect_failed,
-                    connect_timeout_for, deadline_at as _deadline, dispatch_params,
+                    connect_timeout_for, deadline_at as _deadline, dispatch_params, gathered,
                     lost_by_close, lost_by_error, next_msgid, prewarm_params,
                     serving_keys, shm_unsupported)
 from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
@@ -381,17 +381,13 @@ class Client:
         place of its result (others are still collected); without, the first
         failure is raised after every answer has been collected."""
         deadline = _deadline(self.timeout if timeout is None else timeout)
-        out, first_error = [], None
+        out: List[Any] = []
         for msgid in msgids:
             try:
                 out.append(self._result(msgid, deadline))
             except PtoError as exc:
                 out.append(exc)
-                if first_error is None:
-                    first_error = exc
-        if first_error is not None and not return_exceptions:
-            raise first_error
-        return out
+        return gathered(out, return_exceptions)
 
     # ---- reading ------------------------------------------------------
     #
