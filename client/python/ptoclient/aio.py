@@ -62,6 +62,7 @@ from .wire import BULK_MIN
 
 __all__ = ["connect", "AsyncClient", "AsyncRegion", "DEFAULT_TIMEOUT"]
 
+
 class AsyncClient(Channel):
     """A connection to one ptod on an asyncio event loop; make it with
     connect().  The attributes are the blocking Client's: socket_path,
