@@ -375,6 +375,27 @@ class FullSocket(AioBase):
         self.assertEqual(s.notes, [])
 
 
+    def test_a_request_written_in_part_at_its_timeout_is_finished_then_cancelled(self):
+        gate = threading.Event()
+        held = []
+        s = self.server(handler=holding(held), on_connect=lambda conn: gate.wait(T) or True)
+        big = b"\xa5" * (8 << 20)
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                with self.assertRaises(CallTimeout):
+                    await dev.send_dispatch("noop", [Data(big)], timeout=0.05)
+                self.assertFalse(dev.closed)  # the stream stays whole: no need to close
+                gate.set()
+                self.assertEqual((await dev.ping())["state"], "ready")
+                await self.wait_until("the cancel", lambda: s.notes)
+
+        self.run_async(main())
+        self.assertEqual(len(held), 1)
+        self.assertEqual(held[0][2]["args"][0]["data"], big)  # written whole, then
+        self.assertEqual(s.notes, [("cancel", [{"msgid": held[0][1]}])])
+
+
 class Helpers(AioBase):
     def test_bench_and_the_where_check(self):
         def handler(conn, msgid, method, params):
