@@ -27,7 +27,8 @@ asyncio.wait_for, a TaskGroup failing) sends the daemon protocol 1.2's
 yet (then it is simply not sent), and re-raises CancelledError; the answer
 that may still come (CANCELLED, or the result of a run that had started)
 is read and dropped.  A call's own ``timeout`` expiring does the same and
-raises CallTimeout.  A daemon of protocol 1.1 ignores ``cancel`` (it is a
+raises CallTimeout; a request written in part is finished first (never
+cut half-way), so the connection stays usable.  A daemon of protocol 1.1 ignores ``cancel`` (it is a
 notification): the request then runs, and its answer is dropped.
 
 Priority and request ids.  Device requests (dispatch, buffer_*, prewarm)
