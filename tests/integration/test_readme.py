@@ -139,6 +139,17 @@ class Readme(harness.DaemonTest):
         # this daemon's [ring] sizes rings 1 to 3: 'config' where the README's shows 'default'
         self.assertEqual(out, said.group(1).replace("'default'", "'config'"))
 
+    def test_python_asyncio(self):
+        _, body = self.block("Per-dispatch ring sizing from each client",
+                             "PYTHONPATH=client/python /usr/bin/python3 - <<'EOF'  # the asyncio")
+        self.assertIn("ptoclient.aio.connect()", body)
+        self.serve()
+        out = self.sh(body).strip()
+        said = re.search(r"^It prints `(\[11\.0.*?\])`$", self.text, re.M)
+        self.assertIsNotNone(said)
+        self.assertIn("It prints the same as the blocking client.", self.text)
+        self.assertEqual(out, said.group(1).replace("'default'", "'config'"))
+
     def run_c_fragment(self, section, headers):
         """The section's C block as the body of a main() that includes
         headers, built against this build tree and run; its output."""

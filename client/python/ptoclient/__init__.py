@@ -20,7 +20,7 @@ from .paths import UntrustedSocketWarning
 from .config import INT32_MAX, MAX_TASK_WINDOW, PLATFORMS, RING_FIELDS, RunConfig, as_config
 from .env import DEVICE_SOCKET_ENV_PREFIX, SOCKET_ENV, SizingEnvWarning, sizing_env_note
 from .errors import (
-    ERROR_CLASSES, AlreadyExists, Busy, CallTimeout, ClientError, ConnectFailed, ConnectionLost,
+    ERROR_CLASSES, AlreadyExists, Busy, CallTimeout, Cancelled, ClientError, ConnectFailed, ConnectionLost,
     DeadlineExceeded, DepPoolOverflow, ExplicitOrchFatal, FlowControlDeadlock, HeapRingDeadlock,
     Internal, InvalidArgs, InvalidConfig, InvalidRequest, MessageTooLarge, MultiDispatchError,
     NotFound, OutOfMemory, PermissionDenied, ProtocolError, PtoError, RuntimeFailure,
@@ -48,5 +48,5 @@ __all__ = [
     "InvalidArgs", "ExplicitOrchFatal", "TensormapOverflow", "SchedulerTimeout",
     "InvalidRequest", "InvalidConfig", "UnknownMethod", "UnknownProgram", "Busy",
     "DeadlineExceeded", "ShuttingDown", "OutOfMemory", "NotFound", "AlreadyExists",
-    "PermissionDenied", "MessageTooLarge", "Internal",
+    "PermissionDenied", "MessageTooLarge", "Internal", "Cancelled",
 ]

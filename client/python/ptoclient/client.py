@@ -37,83 +37,35 @@ ConnectionLost.
 """
 
 import collections
-import grp
-import itertools
 from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 import math
 import mmap
 import os
 import select
 import socket
-import statistics
 import threading
 import time
 
 import msgpack
 
-from .args import _encode_args_sized, _to_bytes
-from .shm import BYTES_MAX, Region, ShmArg, fd_ancillary, make_memfd
-from .config import as_config
-from .env import (SOCKET_ENV, SizingEnvWarning, device_socket_env,  # noqa: F401
-                  sizing_env_note, warn_sizing_env)
+from .shm import Region, fd_ancillary, make_memfd, region_name
+from .env import SOCKET_ENV, SizingEnvWarning, sizing_env_note, warn_sizing_env  # noqa: F401
 from .where import check_where
 from .paths import default_socket_path, socket_path_for  # noqa: F401
-from .wire import BULK_MIN, pack_request, pack_request_parts
-from .errors import (CallTimeout, ConnectFailed, ConnectionLost, ProtocolError, PtoError,
-                     Unsupported, error_from_wire)
+from .wire import (ANSWER, BULK_MIN, FAILURE, Reader, advance, classify, pack_request,
+                   pack_request_parts)
+from .calls import (CONNECT_TIMEOUT, DEFAULT_TIMEOUT, buffer_alloc_params,  # noqa: F401
+                    buffer_read_params, buffer_write_params, bench_summary, call_failure,
+                    check_bench_counts, check_region_size, choose_socket_path, connect_failed,
+                    connect_timeout_for, deadline_at as _deadline, dispatch_params, gathered,
+                    lost_by_close, lost_by_error, next_msgid, prewarm_params,
+                    serving_keys, shm_unsupported)
+from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
 
 __all__ = ["Client", "default_socket_path", "socket_path_for", "DEFAULT_TIMEOUT"]
-DEFAULT_TIMEOUT = 300.0
-CONNECT_TIMEOUT = 10.0
 _RECV_SIZE = 256 << 10     # what one read takes; a Unix socket rarely holds more
 _MSGID_MAX = (1 << 32) - 1
-_UNSET = object()
 _IOV_MAX = 64                # buffers per sendmsg, well under Linux's 1024
-_region_ids = itertools.count(1)  # region names: unique in this process
-
-
-def _denied_why(path):
-    """Why a connect to path was refused, as far as this process can tell:
-    the group of its directory when this process is not in it."""
-    try:
-        gid = os.stat(os.path.dirname(path) or ".").st_gid
-    except OSError:
-        gid = None
-    if gid is not None and gid != os.getegid() and gid not in os.getgroups():
-        try:
-            name = grp.getgrgid(gid).gr_name
-        except KeyError:
-            name = str(gid)
-        return ("you are not in group '%s'; ask the operator to add you to it (then log in "
-                "again)." % name)
-    return "ask the operator to give your user access to the socket."
-
-
-_SECONDS = (float, int)
-
-
-def _deadline(timeout):
-    if type(timeout) in _SECONDS and 0 <= timeout < math.inf:
-        return time.monotonic() + timeout  # the common case, checked in one go
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, type(None))) \
-            or (timeout is not None and (timeout < 0 or math.isnan(timeout))):
-        raise ValueError("timeout must be a number of seconds >= 0 (math.inf or None: no limit), "
-                         "got %r." % (timeout,))
-    if timeout is None or math.isinf(timeout):
-        return None
-    return time.monotonic() + timeout
-
-
-def _advance(parts, sent):
-    """The buffers `parts` less their first `sent` bytes (fewer than all)."""
-    i = 0
-    while sent >= len(parts[i]):
-        sent -= len(parts[i])
-        i += 1
-    rest = parts[i:]
-    if sent:
-        rest[0] = memoryview(rest[0])[sent:]
-    return rest
 
 
 def _left(deadline):
@@ -154,15 +106,8 @@ class Client:
                  connect_timeout: Optional[float] = None) -> None:
         _deadline(timeout)  # validate
         warn_sizing_env()
-        if socket_path is None:
-            env = os.environ.get(SOCKET_ENV)
-            if device is None and env:
-                socket_path = env
-            else:
-                n = 0 if device is None else device
-                socket_path = device_socket_env(n) or default_socket_path(n)
         self.device = device
-        self.socket_path = socket_path
+        self.socket_path = socket_path = choose_socket_path(socket_path, device)
         self.where: Optional[Tuple[Any, Any]] = None  # the daemon's (device, platform), once check_where asked
         self.timeout = timeout
         self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)  # (method, params), except "error"
@@ -181,8 +126,7 @@ class Client:
         self._features: Optional[List[str]] = None  # ping's, once asked
         self._regions: Set[str] = set()  # names of this connection's open regions
         self._packer = msgpack.Packer(use_bin_type=True)  # used under _send_lock
-        self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
-        self._fed = 0  # bytes fed to the unpacker: all used when its tell() says as much
+        self._reader = Reader("ptod at %s" % socket_path)
         self._inbox: List[Any] = []  # messages read, not yet handled (the read role's)
         self._rbuf = bytearray(_RECV_SIZE)
         self._rview = memoryview(self._rbuf)
@@ -193,37 +137,14 @@ class Client:
     # ---- connection -----------------------------------------------------
 
     def _connect(self, connect_timeout):
-        if connect_timeout is None:
-            connect_timeout = CONNECT_TIMEOUT
-            if self.timeout is not None and self.timeout < connect_timeout:
-                connect_timeout = self.timeout
-        where = "ptod at %s" % self.socket_path
+        limit = connect_timeout_for(self.timeout, connect_timeout)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        sock.settimeout(None if math.isinf(connect_timeout) else connect_timeout)
+        sock.settimeout(None if math.isinf(limit) else limit)
         try:
             sock.connect(self.socket_path)
-        except FileNotFoundError:
+        except OSError as exc:  # socket.timeout is TimeoutError
             sock.close()
-            raise ConnectFailed("Cannot connect to %s: no such socket. Is ptod running for this "
-                                "device (systemctl status ptod@N), and is this its socket?"
-                                % where) from None
-        except ConnectionRefusedError:
-            sock.close()
-            raise ConnectFailed("Cannot connect to %s: connection refused (a socket file with no "
-                                "daemon behind it; start ptod or check the path)."
-                                % where) from None
-        except PermissionError:
-            sock.close()
-            raise ConnectFailed("Cannot connect to %s: permission denied; %s"
-                                % (where, _denied_why(self.socket_path))) from None
-        except socket.timeout:
-            sock.close()
-            raise ConnectFailed("Cannot connect to %s: not accepted within %g s (the daemon is "
-                                "stopped or overloaded)." % (where, connect_timeout)) from None
-        except OSError as exc:
-            sock.close()
-            raise ConnectFailed("Cannot connect to %s: %s."
-                                % (where, exc.strerror or exc)) from None
+            raise connect_failed(exc, self.socket_path, limit) from None
         sock.setblocking(False)
         return sock
 
@@ -298,9 +219,7 @@ class Client:
     def _alloc_id(self):
         """The next uint32 msgid, skipping any still in use after a wrap
         (lock held)."""
-        msgid = self._next_id
-        while msgid in self._pending or msgid in self._abandoned:
-            msgid = msgid + 1 if msgid < _MSGID_MAX else 1
+        msgid = next_msgid(self._next_id, self._pending, self._abandoned)
         self._next_id = msgid + 1 if msgid < _MSGID_MAX else 1
         return msgid
 
@@ -337,7 +256,7 @@ class Client:
                         sent = self._sock.sendmsg(parts[:_IOV_MAX], ancillary, socket.MSG_NOSIGNAL)
                     off += sent
                     if off < total:
-                        parts = _advance(parts, sent)
+                        parts = advance(parts, sent)
                     continue
                 except (BlockingIOError, InterruptedError):
                     pass
@@ -463,17 +382,13 @@ class Client:
         place of its result (others are still collected); without, the first
         failure is raised after every answer has been collected."""
         deadline = _deadline(self.timeout if timeout is None else timeout)
-        out, first_error = [], None
+        out: List[Any] = []
         for msgid in msgids:
             try:
                 out.append(self._result(msgid, deadline))
             except PtoError as exc:
                 out.append(exc)
-                if first_error is None:
-                    first_error = exc
-        if first_error is not None and not return_exceptions:
-            raise first_error
-        return out
+        return gathered(out, return_exceptions)
 
     # ---- reading ------------------------------------------------------
     #
@@ -555,60 +470,32 @@ class Client:
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
-            self._fail_read(ConnectionLost("The connection to ptod at %s failed: %s."
-                                           % (self.socket_path, exc.strerror or exc)))
+            self._fail_read(lost_by_error(self.socket_path, exc))
             return "failed"
         if not n:
-            self._fail_read(ConnectionLost(
-                "ptod at %s closed the connection (the daemon exited, restarted or "
-                "dropped this client; see its log)." % self.socket_path))
+            self._fail_read(lost_by_close(self.socket_path))
             return "failed"
-        unpacker = self._unpacker
         try:
-            unpacker.feed(self._rview[:n])
-        except msgpack.BufferFull:
-            self._fail_read(ProtocolError("An answer from ptod at %s is larger than 4 GiB; "
-                                          "the connection was closed." % self.socket_path))
+            got = self._reader.feed(self._rview[:n], self._inbox)
+        except ProtocolError as exc:
+            self._fail_read(exc)
             return "failed"
-        self._fed += n
-        step = "again"
-        while True:
-            try:
-                msg = next(unpacker, _UNSET)
-            except Exception as exc:  # malformed stream: msgpack raises several types
-                self._fail_read(ProtocolError(
-                    "ptod at %s sent data that is not valid msgpack (%s); the connection "
-                    "was closed." % (self.socket_path, exc)))
-                return "failed"
-            if msg is _UNSET:
-                return step
-            self._inbox.append(msg)
-            step = "message"
-            if unpacker.tell() == self._fed:
-                return step  # all it holds is used: asking again would raise StopIteration
+        return "message" if got else "again"
 
     def _handle(self, msg):
         """One message off the wire (lock held)."""
-        if isinstance(msg, list) and len(msg) == 4 and msg[0] == 1 and isinstance(msg[1], int):
-            msgid = msg[1]
-            if msgid in self._pending and msgid not in self._results:
-                self._results[msgid] = (msg[2], msg[3])
+        kind, what, detail = classify(msg, "ptod at %s" % self.socket_path)
+        if kind == ANSWER:
+            if what in self._pending and what not in self._results:
+                self._results[what] = (detail[2], detail[3])
             else:
-                self._abandoned.discard(msgid)  # the late answer of a timed-out call
-        elif isinstance(msg, list) and len(msg) == 3 and msg[0] == 2 and isinstance(msg[1], str):
-            params = msg[2]
-            if msg[1] == "error":
-                err = params[0] if isinstance(params, list) and params else params
-                # The daemon closes the connection after it: every pending
-                # call fails with this error.
-                self._fail(error_from_wire(err))
-            else:
-                self.notifications.append((msg[1], params))
+                self._abandoned.discard(what)  # the late answer of a timed-out call
+        elif kind == FAILURE:
+            # The daemon closes the connection after its error notification:
+            # every pending call fails with this error.
+            self._fail(what)
         else:
-            shown = repr(msg) if len(repr(msg)) < 200 else "a long message"
-            self._fail(ProtocolError("ptod at %s sent %s, which is not a msgpack-RPC response or "
-                                     "notification; the connection was closed."
-                                     % (self.socket_path, shown)))
+            self.notifications.append((what, detail))
 
     def _fail(self, exc):
         """Record why the connection ended (the first reason wins), wake
@@ -623,17 +510,8 @@ class Client:
 
     def _call_failure(self, method, msgid):
         """The error one call raises once the connection has ended."""
-        failure = self._failure
-        assert failure is not None  # only called once the connection has ended
-        if not isinstance(failure, ConnectionLost):
-            return failure.copy()
-        what = method if msgid is None else "%s (msgid %d)" % (method, msgid)
-        text = failure.message
-        if self._send_error is not None:
-            text += " (Writing to it had failed: %s.)" % (self._send_error.strerror
-                                                           or self._send_error)
-        prefix = "Cannot send %s: " % what if msgid is None else "No answer to %s: " % what
-        return ConnectionLost(prefix + text)
+        assert self._failure is not None  # only called once the connection has ended
+        return call_failure(self._failure, method, msgid, self._send_error)
 
     # ---- methods of the protocol ---------------------------------------
 
@@ -654,15 +532,19 @@ class Client:
 
     @staticmethod
     def dispatch_params(program: str, args: Iterable[Any] = (), config: Any = None,
-                        deadline_ms: Optional[int] = None, client: Any = None) -> Dict[str, Any]:
+                        deadline_ms: Optional[int] = None, client: Any = None, *,
+                        priority: Optional[int] = None,
+                        request_id: Optional[str] = None) -> Dict[str, Any]:
         """The params map of a dispatch (validated, encoded); what dispatch()
         and send_dispatch() send.  client: the connection it is for (a
         region argument must be one of its regions)."""
-        return _dispatch_params(program, args, config, deadline_ms, client)[0]
+        return dispatch_params(program, args, config, deadline_ms, client, priority,
+                               request_id)[0]
 
     def dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
-                 deadline_ms: Optional[int] = None,
-                 timeout: Optional[float] = None) -> Dict[str, Any]:
+                 deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
+                 priority: Optional[int] = None,
+                 request_id: Optional[str] = None) -> Dict[str, Any]:
         """Run `program` once; returns the result map (outputs as bytes, one
         entry per argument; arena, sizing with source, peaks, timing_us,
         tasks; dfx when the config set a DFX flag, see ptoclient.dfx).
@@ -670,86 +552,66 @@ class Client:
         RunConfig (see RunConfig.from_pypto) or None; its platform and
         device_id are checked against the daemon first (where.check_where).
         deadline_ms: the daemon gives up (DEADLINE_EXCEEDED) if the run has
-        not started by then."""
-        params, largest = _dispatch_params(program, args, config, deadline_ms, self)
+        not started by then.  priority ([-8, 7], lower runs sooner) and
+        request_id (1-64 printable ASCII characters) are protocol 1.2's,
+        sent only when given, as on every device request below."""
+        params, largest = dispatch_params(program, args, config, deadline_ms, self, priority,
+                                          request_id)
         if config is not None:
             check_where(self, config, timeout)
         return self._call("dispatch", params, timeout, largest >= BULK_MIN)
 
     def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
-                      deadline_ms: Optional[int] = None, timeout: Optional[float] = None) -> int:
+                      deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
+                      priority: Optional[int] = None, request_id: Optional[str] = None) -> int:
         """Pipelined dispatch: send it and return its msgid for result()."""
-        params, largest = _dispatch_params(program, args, config, deadline_ms, self)
+        params, largest = dispatch_params(program, args, config, deadline_ms, self, priority,
+                                          request_id)
         if config is not None:
             check_where(self, config, timeout)
         deadline = _deadline(self.timeout if timeout is None else timeout)
         return self._send("dispatch", params, deadline, bulk=largest >= BULK_MIN)
 
     def buffer_alloc(self, name: str, nbytes: Optional[int] = None, init: Any = None,
-                     timeout: Optional[float] = None) -> Dict[str, Any]:
+                     timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                     request_id: Optional[str] = None) -> Dict[str, Any]:
         """Allocate a resident buffer; init (bytes-like) fills it, and sets
         nbytes when nbytes is None.  Returns {name, bytes}."""
-        params: Dict[str, Any] = {"name": name}
-        if init is not None:
-            init = _to_bytes(init, "buffer_alloc init")
-            if nbytes is None:
-                nbytes = len(init)
-        if nbytes is None:
-            raise ValueError("buffer_alloc needs nbytes or init.")
-        params["bytes"] = nbytes
-        if init is not None:
-            params["init"] = init
-        bulk = init is not None and len(init) >= BULK_MIN
+        params, bulk = buffer_alloc_params(name, nbytes, init)
+        serving_keys(params, priority, request_id)
         return self._call("buffer.alloc", params, timeout, bulk)
 
     def buffer_write(self, name: str, data: Any, offset: Optional[int] = None,
-                     timeout: Optional[float] = None) -> Dict[str, Any]:
+                     timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                     request_id: Optional[str] = None) -> Dict[str, Any]:
         """Write data at offset (default 0): bytes-like data (sent without a
         copy), or a region slice (region[a:b], a Region for all of it),
         which the daemon copies from shared memory.  Returns {bytes}."""
-        params: Dict[str, Any] = {"name": name}
-        if offset is not None:
-            params["offset"] = offset
-        src = data.arg() if isinstance(data, Region) else data
-        if isinstance(src, ShmArg):
-            src.check(self, "buffer_write")
-            params.update(shm=src.region.name, shm_offset=src.offset, bytes=src.nbytes)
-            bulk = False
-        else:
-            params["data"] = _to_bytes(data, "buffer_write data")
-            bulk = len(params["data"]) >= BULK_MIN
+        params, bulk = buffer_write_params(self, name, data, offset)
+        serving_keys(params, priority, request_id)
         return self._call("buffer.write", params, timeout, bulk)
 
     def buffer_read(self, name: str, offset: Optional[int] = None, nbytes: Optional[int] = None,
-                    timeout: Optional[float] = None, into: Any = None) -> Any:
+                    timeout: Optional[float] = None, into: Any = None, *,
+                    priority: Optional[int] = None, request_id: Optional[str] = None) -> Any:
         """Read nbytes (default: to the end) from offset (default 0); returns
         bytes.  into: a region slice (or Region) that the daemon copies the
         bytes into instead (nbytes defaults to its size); returns {bytes}."""
-        params: Dict[str, Any] = {"name": name}
-        if offset is not None:
-            params["offset"] = offset
-        if into is not None:
-            dst = into.arg() if isinstance(into, Region) else into
-            if not isinstance(dst, ShmArg):
-                raise TypeError("buffer_read into= needs a region slice (region[a:b]) or a "
-                                "Region, got %s." % type(into).__name__)
-            dst.check(self, "buffer_read")
-            if nbytes is not None and nbytes > dst.nbytes:
-                raise ValueError("buffer_read of %d bytes does not fit into the %d bytes of %r."
-                                 % (nbytes, dst.nbytes, dst))
-            params.update(bytes=dst.nbytes if nbytes is None else nbytes,
-                          shm=dst.region.name, shm_offset=dst.offset)
-        elif nbytes is not None:
-            params["bytes"] = nbytes
+        params = buffer_read_params(self, name, offset, nbytes, into)
+        serving_keys(params, priority, request_id)
         return self.call("buffer.read", params, timeout)
 
-    def buffer_free(self, name: str, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def buffer_free(self, name: str, timeout: Optional[float] = None, *,
+                    priority: Optional[int] = None,
+                    request_id: Optional[str] = None) -> Dict[str, Any]:
         """Free a resident buffer.  Returns {bytes}."""
-        return self.call("buffer.free", {"name": name}, timeout)
+        return self.call("buffer.free", serving_keys({"name": name}, priority, request_id),
+                         timeout)
 
-    def buffer_list(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+    def buffer_list(self, timeout: Optional[float] = None, *, priority: Optional[int] = None,
+                    request_id: Optional[str] = None) -> List[Dict[str, Any]]:
         """[{name, bytes}]."""
-        return self.call("buffer.list", None, timeout)
+        return self.call("buffer.list", serving_keys({}, priority, request_id) or None, timeout)
 
     # ---- shared memory ----------------------------------------------
 
@@ -766,16 +628,12 @@ class Client:
         register it on this connection (see ptoclient.shm).  Raises
         Unsupported when the daemon's ping lists no "shm", and the daemon's
         error otherwise (OutOfMemory over its shm_limit, ...)."""
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or not 1 <= nbytes <= BYTES_MAX:
-            raise ValueError("A shared-memory region must be 1 to %d bytes, got %r."
-                             % (BYTES_MAX, nbytes))
+        check_region_size(nbytes)
         deadline = _deadline(self.timeout if timeout is None else timeout)
         left = _left(deadline)
         if "shm" not in self.features(math.inf if left is None else max(0.0, left)):
-            raise Unsupported("ptod at %s does not support shared-memory arguments: its ping "
-                              "lists no \"shm\" feature. Upgrade the daemon, or send the data "
-                              "inline (Data)." % self.socket_path)
-        name = "py-%d-%d" % (os.getpid(), next(_region_ids))
+            raise shm_unsupported(self.socket_path)
+        name = region_name()
         fd = make_memfd(nbytes)
         try:
             mm = mmap.mmap(fd, nbytes)
@@ -805,12 +663,13 @@ class Client:
         """The regions the daemon holds for this connection: [{name, bytes}]."""
         return self.call("shm.list", None, timeout)
 
-    def prewarm(self, config: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def prewarm(self, config: Any = None, timeout: Optional[float] = None, *,
+                priority: Optional[int] = None,
+                request_id: Optional[str] = None) -> Dict[str, Any]:
         """Build the arena for this config's sizing now (None: the daemon's
         baseline); returns the `arena` map of status."""
-        cfg = as_config(config)
-        wire = cfg.to_wire() if cfg is not None else {}
-        return self.call("prewarm", {"config": wire} if wire else None, timeout)
+        params = serving_keys(prewarm_params(config) or {}, priority, request_id)
+        return self.call("prewarm", params or None, timeout)
 
     def advise(self, timeout: Optional[float] = None) -> Dict[str, Any]:
         """{observed, recommended, config}."""
@@ -832,53 +691,12 @@ class Client:
             warmup_arena_hits, warmup_arena_misses
             last        the last run's result map
         """
-        for what, value, low in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError("%s must be an integer >= %d, got %r." % (what, low, value))
-        params, largest = _dispatch_params(program, args, config, deadline_ms, self)
-        wall, run, total = [], [], []
-        hits = [0, 0]
-        misses = [0, 0]
-        last = None
-        for i in range(warmup + repeat):
-            measured = i >= warmup
+        check_bench_counts(repeat, warmup)
+        params, largest = dispatch_params(program, args, config, deadline_ms, self)
+        runs = []
+        for _ in range(warmup + repeat):
             start = time.perf_counter()
-            last = self._call("dispatch", params, timeout, largest >= BULK_MIN)
-            elapsed = (time.perf_counter() - start) * 1e6
-            arena = last.get("arena") or {}
-            (hits if arena.get("hit") else misses)[measured] += 1
-            if measured:
-                wall.append(elapsed)
-                timing = last.get("timing_us") or {}
-                run.append(timing.get("run"))
-                total.append(timing.get("total"))
-        ordered = sorted(wall)
-        return {
-            "program": program, "repeat": repeat, "warmup": warmup,
-            "config": params.get("config"),
-            "wall_us": wall, "run_us": run, "total_us": total,
-            "min_us": ordered[0], "median_us": statistics.median(ordered),
-            "p99_us": ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)],
-            "arena_hits": hits[1], "arena_misses": misses[1],
-            "warmup_arena_hits": hits[0], "warmup_arena_misses": misses[0],
-            "last": last,
-        }
+            res = self._call("dispatch", params, timeout, largest >= BULK_MIN)
+            runs.append(((time.perf_counter() - start) * 1e6, res))
+        return bench_summary(program, repeat, warmup, params, runs)
 
-
-def _dispatch_params(program, args, config, deadline_ms, client):
-    """Client.dispatch_params, and the size of its largest inline data."""
-    if not isinstance(program, str) or not program:
-        raise ValueError("program must be a non-empty str, got %r." % (program,))
-    wire, largest = _encode_args_sized(args, client)
-    params = {"program": program, "args": wire}
-    cfg = as_config(config) if config is not None else None
-    if cfg is not None:
-        wire_config = cfg.to_wire()
-        if wire_config:
-            params["config"] = wire_config
-    if deadline_ms is not None:
-        if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 0:
-            raise ValueError("deadline_ms must be an integer >= 0 (milliseconds), got %r."
-                             % (deadline_ms,))
-        params["deadline_ms"] = deadline_ms
-    return params, largest

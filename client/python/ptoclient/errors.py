@@ -25,7 +25,7 @@ __all__ = [
     "InvalidArgs", "ExplicitOrchFatal", "TensormapOverflow", "SchedulerTimeout",
     "InvalidRequest", "InvalidConfig", "UnknownMethod", "UnknownProgram", "Busy",
     "DeadlineExceeded", "ShuttingDown", "OutOfMemory", "NotFound", "AlreadyExists",
-    "PermissionDenied", "MessageTooLarge", "Internal",
+    "PermissionDenied", "MessageTooLarge", "Internal", "Cancelled",
 ]
 
 # Detail keys that get their own attribute (None when absent).
@@ -124,6 +124,13 @@ class MessageTooLarge(PtoError): pass
 class Internal(PtoError): pass
 
 
+class Cancelled(PtoError):
+    """The request was cancelled before it started (protocol 1.2's `cancel`
+    of a request sent with send() / send_dispatch(); the asyncio client
+    raises asyncio.CancelledError instead for a call whose task was
+    cancelled)."""
+
+
 # name -> (code, class), as in PROTOCOL.md.
 ERROR_CLASSES = {
     "SCOPE_DEADLOCK": (1, ScopeDeadlock),
@@ -146,6 +153,7 @@ ERROR_CLASSES = {
     "ALREADY_EXISTS": (1009, AlreadyExists),
     "PERMISSION_DENIED": (1010, PermissionDenied),
     "MESSAGE_TOO_LARGE": (1011, MessageTooLarge),
+    "CANCELLED": (1012, Cancelled),
     "INTERNAL": (1099, Internal),
 }
 _BY_CODE = {code: cls for code, cls in ERROR_CLASSES.values()}

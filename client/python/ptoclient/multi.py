@@ -1,6 +1,7 @@
 """dispatch_many: one program and one config on several daemons at once."""
 
-from .client import DEFAULT_TIMEOUT, Client, _deadline, _dispatch_params
+from .calls import deadline_at as _deadline, dispatch_params as _dispatch_params
+from .client import DEFAULT_TIMEOUT, Client
 from .wire import BULK_MIN
 from .config import as_config
 from .errors import MultiDispatchError, PtoError

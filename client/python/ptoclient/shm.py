@@ -23,18 +23,26 @@ client drops every region of its connection.  An open region holds one fd
 
 import array
 import fcntl
+import itertools
 import mmap
 import os
 import socket
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 if TYPE_CHECKING:
+    from .aio import AsyncClient
     from .client import Client
 
-__all__ = ["Region", "ShmArg", "DIRECTIONS", "make_memfd", "fd_ancillary"]
+__all__ = ["Region", "ShmArg", "DIRECTIONS", "make_memfd", "fd_ancillary", "region_name"]
 
 DIRECTIONS = ("in", "out", "inout")
 BYTES_MAX = 1 << 40  # the protocol's largest region
+_region_ids = itertools.count(1)
+
+
+def region_name() -> str:
+    """A region name unique in this process."""
+    return "py-%d-%d" % (os.getpid(), next(_region_ids))
 
 
 def make_memfd(nbytes: int) -> int:
@@ -66,9 +74,9 @@ def _count(what: str, value: Any) -> int:
 
 class Region:
     """A shared-memory region of one Client's connection; make it with
-    Client.shm(nbytes)."""
+    Client.shm(nbytes) (or ptoclient.aio's AsyncClient.shm)."""
 
-    def __init__(self, client: "Client", name: str, nbytes: int, mm: mmap.mmap) -> None:
+    def __init__(self, client: Union["Client", "AsyncClient"], name: str, nbytes: int, mm: mmap.mmap) -> None:
         self.client = client
         self.name = name
         self.nbytes = nbytes

@@ -1,4 +1,6 @@
-"""Requests as bytes on the wire (PROTOCOL.md, "Transport and framing").
+"""Messages as bytes on the wire (PROTOCOL.md, "Transport and framing"):
+what the blocking Client and the asyncio client (ptoclient.aio) both send
+and read.
 
 A request is the msgpack array [0, msgid, method, [params]] (or [] for no
 params).  pack_request gives it as one bytes object; pack_request_parts
@@ -9,11 +11,20 @@ and at 256 MiB those copies cost more than the socket does.
 
 Both take a msgpack.Packer(use_bin_type=True) to reuse: making one costs
 more than packing a small request.  A Packer is not for two threads at once.
+
+Reading: a Reader turns the bytes read into whole messages, and classify()
+says what one message is (an answer, a notification, the daemon's error
+notification, or something that is not msgpack-RPC).
 """
 
-from typing import Any, List
+from typing import Any, List, Tuple
 
-__all__ = ["BULK_MIN", "pack_request", "pack_request_parts"]
+import msgpack
+
+from .errors import ProtocolError, PtoError, error_from_wire
+
+__all__ = ["BULK_MIN", "pack_request", "pack_request_parts", "pack_notification", "advance",
+           "Reader", "classify", "ANSWER", "NOTIFICATION", "FAILURE"]
 
 # From this size on a bytes-like value is sent from where it lies.  Walking
 # the request costs a few microseconds, which two copies of 128 KiB cost
@@ -26,6 +37,23 @@ _BIN32_MAX = (1 << 32) - 1
 def pack_request(packer: Any, msgid: int, method: str, params: Any) -> bytes:
     """[0, msgid, method, [params]] (params None: []), packed."""
     return packer.pack([0, msgid, method, [] if params is None else [params]])
+
+
+def pack_notification(packer: Any, method: str, params: Any) -> bytes:
+    """[2, method, [params]] (params None: []), packed."""
+    return packer.pack([2, method, [] if params is None else [params]])
+
+
+def advance(parts: List[Any], sent: int) -> List[Any]:
+    """The buffers `parts` less their first `sent` bytes (fewer than all)."""
+    i = 0
+    while sent >= len(parts[i]):
+        sent -= len(parts[i])
+        i += 1
+    rest = parts[i:]
+    if sent:
+        rest[0] = memoryview(rest[0])[sent:]
+    return rest
 
 
 def pack_request_parts(packer: Any, msgid: int, method: str, params: Any) -> List[Any]:
@@ -70,3 +98,65 @@ def _is_bulk(obj, kind):
     elif kind is not bytes and kind is not bytearray:
         return False
     return BULK_MIN <= len(obj) <= _BIN32_MAX
+
+
+_UNSET = object()
+
+
+class Reader:
+    """Whole messages out of the bytes of one connection, as they come."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where  # "ptod at PATH", for the errors
+        self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
+        self._fed = 0  # bytes fed: all used when its tell() says as much
+
+    def feed(self, data: Any, out: List[Any]) -> bool:
+        """Append to out every message that data completes; True when it
+        completed one.  Raises ProtocolError (after appending the messages
+        before it) when the stream is not msgpack or an answer is larger
+        than 4 GiB."""
+        unpacker = self._unpacker
+        try:
+            unpacker.feed(data)
+        except msgpack.BufferFull:
+            raise ProtocolError("An answer from %s is larger than 4 GiB; the connection was "
+                                "closed." % self.where) from None
+        self._fed += len(data)
+        got = False
+        while True:
+            try:
+                msg = next(unpacker, _UNSET)
+            except Exception as exc:  # malformed stream: msgpack raises several types
+                raise ProtocolError("%s sent data that is not valid msgpack (%s); the "
+                                    "connection was closed." % (self.where, exc)) from None
+            if msg is _UNSET:
+                return got
+            out.append(msg)
+            got = True
+            if unpacker.tell() == self._fed:
+                return got  # all it holds is used: asking again would raise StopIteration
+
+
+ANSWER, NOTIFICATION, FAILURE = 1, 2, 3
+
+
+def classify(msg: Any, where: str) -> Tuple[int, Any, Any]:
+    """What one message is:
+    (ANSWER, msgid, msg)  a response; msg[2] is its error, msg[3] its result;
+    (NOTIFICATION, method, params)  any notification but "error";
+    (FAILURE, exc, None)  the daemon's error notification (it closes the
+        connection after it) or a message that is not msgpack-RPC: exc
+        (a PtoError) ends the connection."""
+    if isinstance(msg, list) and len(msg) == 4 and msg[0] == 1 and isinstance(msg[1], int):
+        return ANSWER, msg[1], msg
+    if isinstance(msg, list) and len(msg) == 3 and msg[0] == 2 and isinstance(msg[1], str):
+        params = msg[2]
+        if msg[1] == "error":
+            err = params[0] if isinstance(params, list) and params else params
+            exc: PtoError = error_from_wire(err)
+            return FAILURE, exc, None
+        return NOTIFICATION, msg[1], params
+    shown = repr(msg) if len(repr(msg)) < 200 else "a long message"
+    return FAILURE, ProtocolError("%s sent %s, which is not a msgpack-RPC response or "
+                                  "notification; the connection was closed." % (where, shown)), None

@@ -79,9 +79,11 @@ class FakeServer:
     the connection's reader thread; the default answers with ok_result.
     on_connect(conn) runs once per accepted connection; returning False
     stops reading it.  Every request is recorded in self.requests as
-    (method, params), and every fd passed with one in self.fds."""
+    (method, params), every fd passed with one in self.fds, and every
+    notification in self.notes as (method, params), after which
+    on_note(conn, method, params) runs when given."""
 
-    def __init__(self, handler=None, on_connect=None, read=True):
+    def __init__(self, handler=None, on_connect=None, read=True, on_note=None):
         self.dir = tempfile.mkdtemp(prefix="ptoclient-test-")
         self.path = os.path.join(self.dir, "fake.sock")
         self.handler = handler or (lambda conn, msgid, method, params:
@@ -89,6 +91,8 @@ class FakeServer:
         self.on_connect = on_connect
         self.read = read
         self.requests = []
+        self.notes = []
+        self.on_note = on_note
         self.fds = []  # passed with requests (SCM_RIGHTS), kept open; close() closes them
         self.conns = []
         self.cond = threading.Condition()
@@ -131,6 +135,13 @@ class FakeServer:
                         self.fds.extend(passed)
             unpacker.feed(data)
             for msg in unpacker:
+                if msg[0] == 2 and len(msg) == 3:
+                    with self.cond:
+                        self.notes.append((msg[1], msg[2]))
+                        self.cond.notify_all()
+                    if self.on_note is not None:
+                        self.on_note(conn, msg[1], msg[2])
+                    continue
                 assert msg[0] == 0 and len(msg) == 4, msg
                 params = msg[3][0] if msg[3] else None
                 with self.cond:
@@ -143,6 +154,12 @@ class FakeServer:
             if not self.cond.wait_for(lambda: len(self.requests) >= n, timeout):
                 raise AssertionError("fake server got %d requests, expected %d"
                                      % (len(self.requests), n))
+
+    def wait_notes(self, n, timeout=10):
+        with self.cond:
+            if not self.cond.wait_for(lambda: len(self.notes) >= n, timeout):
+                raise AssertionError("fake server got %d notifications, expected %d"
+                                     % (len(self.notes), n))
 
     def close(self):
         self.listener.close()

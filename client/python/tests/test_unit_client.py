@@ -586,6 +586,44 @@ class Failures(Base):
         c.close()  # idempotent
 
 
+class ServingKeys(Base):
+    """Protocol 1.2's priority and request_id on device requests."""
+
+    def test_sent_only_when_given(self):
+        s = self.server()
+        c = self.client(s)
+        r = c.dispatch("noop", [1], priority=-1, request_id="req-9")
+        self.assertEqual((r["echo"]["priority"], r["echo"]["request_id"]), (-1, "req-9"))
+        c.gather([c.send_dispatch("noop", [1], priority=3)])
+        c.dispatch("noop", [1])
+        c.buffer_alloc("kv", 8, request_id="a")
+        c.buffer_write("kv", b"12345678", priority=2)
+        c.buffer_read("kv", priority=-8, request_id="b")
+        c.buffer_free("kv")
+        c.buffer_list(priority=1)
+        c.prewarm({"ring_heap": 2048}, priority=0)
+        self.assertEqual([sorted(k for k in p if k in ("priority", "request_id"))
+                          for _, p in s.requests],
+                         [["priority", "request_id"], ["priority"], [], ["request_id"],
+                          ["priority"], ["priority", "request_id"], [], ["priority"],
+                          ["priority"]])
+        self.assertEqual(s.requests[-1][1], {"config": {"ring_heap": 2048}, "priority": 0})
+
+    def test_bad_values_are_refused_before_anything_is_sent(self):
+        s = self.server()
+        c = self.client(s)
+        for bad in (-9, 8, False, 0.0):
+            with self.assertRaises(ValueError) as cm:
+                c.send_dispatch("noop", [1], priority=bad)
+            self.assertIn("priority must be an integer in [-8, 7]", str(cm.exception))
+        for bad in ("", "x" * 65, "\t", "\u00e9t\u00e9", 7):
+            with self.assertRaises(ValueError) as cm:
+                c.prewarm(request_id=bad)
+            self.assertIn("request_id must be a str of 1 to 64 printable ASCII",
+                          str(cm.exception))
+        self.assertEqual(s.requests, [])
+
+
 class ConfigOnEveryPath(Base):
     """The seed's lesson: the config reaches the daemon whole on every path."""
 

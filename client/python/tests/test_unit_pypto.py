@@ -127,7 +127,7 @@ class Socket(unittest.TestCase):
                 with Client(timeout=10) as c:
                     self.assertEqual(c.socket_path, s.path)
             # a device without its variable takes its built-in path, not another's
-            with mock.patch.object(ptoclient.client, "default_socket_path",
+            with mock.patch.object(ptoclient.calls, "default_socket_path",
                                    return_value="/nonexistent/dev2.sock") as dsp:
                 with self.assertRaises(ptoclient.ConnectFailed):
                     Client(device=2, timeout=10)
@@ -141,14 +141,14 @@ class Socket(unittest.TestCase):
                 self.assertEqual(c.socket_path, s.path)
                 self.assertEqual(c.ping()["state"], "ready")
             # an explicit device or path wins
-            with mock.patch.object(ptoclient.client, "default_socket_path",
+            with mock.patch.object(ptoclient.calls, "default_socket_path",
                                    return_value="/nonexistent/dev1.sock") as dsp:
                 with self.assertRaises(ptoclient.ConnectFailed) as cm:
                     Client(device=1, timeout=10)
                 dsp.assert_called_with(1)
             self.assertIn("/nonexistent/dev1.sock", str(cm.exception))
         with mock.patch.dict(os.environ, {"PTOD_SOCKET": ""}):
-            with mock.patch.object(ptoclient.client, "default_socket_path",
+            with mock.patch.object(ptoclient.calls, "default_socket_path",
                                    return_value="/nonexistent/dev0.sock") as dsp:
                 with self.assertRaises(ptoclient.ConnectFailed):
                     Client(timeout=10)
