@@ -143,12 +143,29 @@ static uint64_t next_deadline(srv_conn_t *conn, bool reading) {
   return at;
 }
 
+/* The message clock runs only while the connection is read: when reading
+ * resumes, the message under way is given back the time it was paused
+ * (from the pause, or from its first byte if that came later). */
+static void clock_reading(srv_conn_t *conn, bool reading) {
+  uint64_t now = now_ns(), from;
+  if (!reading) {
+    conn->paused_ns = now;
+    return;
+  }
+  if (conn->msg_start_ns && conn->paused_ns) {
+    from = conn->paused_ns > conn->msg_start_ns ? conn->paused_ns : conn->msg_start_ns;
+    conn->msg_start_ns += now - from;
+  }
+  conn->paused_ns = 0;
+}
+
 void conn_update(srv_conn_t *conn) {
   bool reading, idle;
   int events;
   uint64_t at, now;
   if (conn->closing) return;
   reading = wants_read(conn);
+  if (reading != ((conn->events & UV_READABLE) != 0)) clock_reading(conn, reading);
   /* Writable only once the socket refused bytes: answers held for a
    * corked batch are written at uncork without a poll. */
   events = (reading ? UV_READABLE : 0) | (conn->write_blocked ? UV_WRITABLE : 0);

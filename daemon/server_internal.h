@@ -47,6 +47,7 @@ struct srv_conn {
   char *rbuf; /* bytes received, [rpos, rlen) not yet a whole message */
   size_t rpos, rlen, rcap;
   size_t rcharged;        /* the most rbuf has held: what it is charged */
+  uint64_t paused_ns;     /* when reading last stopped; 0: it is read */
   proto_reader_t reader;
   uint64_t msg_start_ns;  /* first byte of the message under way; 0: none */
   uint64_t idle_since_ns; /* when it last had nothing pending, partial or unsent */
