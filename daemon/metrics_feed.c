@@ -71,6 +71,10 @@ static void snapshot(ptod_t *d, metrics_snapshot_t *s) {
     s->client_input = cm.input;
     s->client_output = cm.output;
     s->client_limit = cm.limit;
+    s->conn_input_limit = cm.input_limit;
+    s->conn_output_limit = cm.output_limit;
+    s->conn_most_input = cm.most_input;
+    s->conn_most_output = cm.most_output;
   }
   s->log_lines_suppressed = log_client_suppressed();
 }

@@ -119,6 +119,14 @@ void srv_memory(const srv_t *srv, srv_memory_t *ret) {
   ret->input = srv->input;
   ret->output = srv->output;
   ret->limit = srv->opts.clients_memory;
+  ret->input_limit = srv->opts.input_limit;
+  ret->output_limit = srv->opts.output_limit;
+  ret->most_input = ret->most_output = 0;
+  for (const srv_conn_t *c = srv->conns; c; c = c->next) {
+    uint64_t in = c->rcharged + c->held;
+    if (in > ret->most_input) ret->most_input = in;
+    if (c->out_bytes > ret->most_output) ret->most_output = c->out_bytes;
+  }
 }
 
 void srv_update_options(srv_t *srv, const srv_options_t *opts) {

@@ -146,11 +146,14 @@ const char *srv_socket_origin(const srv_t *srv);
 const char *srv_socket_path(const srv_t *srv);
 uint32_t srv_client_count(const srv_t *srv);
 
-/* Bytes held for all clients now (see the top of this file). */
+/* Bytes held for all clients now (see the top of this file), and the
+ * per-connection view: the bounds and the most one connection holds. */
 typedef struct srv_memory {
   uint64_t input;  /* read buffers and messages not yet done */
   uint64_t output; /* answers not yet written */
   uint64_t limit;  /* clients_memory */
+  uint64_t input_limit, output_limit; /* per connection */
+  uint64_t most_input, most_output;   /* the most one connection holds */
 } srv_memory_t;
 void srv_memory(const srv_t *srv, srv_memory_t *ret);
 

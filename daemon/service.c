@@ -45,6 +45,10 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->client_memory.input = cm.input;
   s->client_memory.output = cm.output;
   s->client_memory.limit = cm.limit;
+  s->client_memory.per_connection.input_limit = cm.input_limit;
+  s->client_memory.per_connection.output_limit = cm.output_limit;
+  s->client_memory.per_connection.most_input = cm.most_input;
+  s->client_memory.per_connection.most_output = cm.most_output;
 }
 
 typedef struct program_list {

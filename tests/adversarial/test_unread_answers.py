@@ -97,8 +97,17 @@ class PendingDispatches(DaemonTest):
                        for _ in range(self.CONNECTIONS)]
             wait_until(lambda: d.status()["queue"]["depth"] >= total,
                        what="every dispatch to be queued")
-            counted = (d.status()["client_memory"]["input"] - base) // KIB
+            memory = d.status()["client_memory"]
+            counted = (memory["input"] - base) // KIB
             growth = vmrss_kib(d.pid) - rest
+            # Shown per connection too: each attacker holds its share.
+            self.assertEqual(memory["per_connection"]["input_limit"], 256 * MIB)
+            self.assertGreaterEqual(memory["per_connection"]["most_input"],
+                                    0.9 * counted * KIB / self.CONNECTIONS)
+            samples, _ = parse_prometheus(d.call("metrics"))
+            self.assertGreaterEqual(
+                metric(samples, "ptod_client_connection_held_max_bytes", use="input"),
+                0.9 * counted * KIB / self.CONNECTIONS)
             for s in sockets:
                 s.close()
             wait_until(lambda: d.status()["queue"]["depth"] == 0, timeout=120,
