@@ -278,13 +278,18 @@ static bool reserve_read(srv_conn_t *conn) {
   if (most > cap_limit - conn->rlen) most = cap_limit - conn->rlen;
   if (conn->reader.need > want) want = conn->reader.need < most ? (size_t)conn->reader.need : most;
   if (conn->rcap - conn->rlen < want && conn->rcap < cap_limit) {
-    size_t cap = conn->rcap ? conn->rcap * 2 : READ_CHUNK;
+    /* Doubling (no copy per read), never past twice what has arrived. */
+    size_t cap = conn->rcap * 2 < conn->rlen + most ? conn->rcap * 2 : conn->rlen + most;
     char *grown;
-    while (cap - conn->rlen < want && cap < cap_limit) cap *= 2;
+    if (cap < conn->rlen + want) cap = conn->rlen + want;
+    if (cap < READ_CHUNK) cap = READ_CHUNK;
     if (cap > cap_limit) cap = cap_limit;
+    /* No huge-page hint: a buffer that grows as bytes arrive would be
+     * faulted in 2 MiB at a time beyond them (and mremap'ing huge pages is
+     * slow); a large buffer kept for the next message is already faulted
+     * in (take_back). */
     grown = realloc(conn->rbuf, cap);
     if (!grown) return conn->rcap > conn->rlen;
-    srv_buffer_hint(grown, cap);
     set_read_buffer(conn, grown, cap, conn->rcharged);
   }
   return conn->rcap > conn->rlen;

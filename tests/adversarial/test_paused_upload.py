@@ -18,7 +18,7 @@ import msgpack
 from adversary import *  # noqa: F401,F403
 
 MIB = 1 << 20
-TIMEOUT_S = 3
+TIMEOUT_S = 6
 
 
 def write_header(msgid, name, data_bytes):
@@ -33,7 +33,7 @@ class PausedUpload(DaemonTest):
     def test_time_paused_by_the_daemon_is_not_the_clients(self):
         """An honest 8 MiB buffer.write, 1 MiB sent, is paused while an
         attacker's half-sent message holds all clients over clients_memory
-        (8M) until client_timeout (3s) cuts the attacker; the upload, begun
+        (8M) until client_timeout (6s) cuts the attacker; the upload, begun
         before the attacker's message, then completes and is answered."""
         d = self.daemon(config={"daemon": {"clients_memory": "8M", "max_message": "32M",
                                            "client_timeout": "%ds" % TIMEOUT_S}},
