@@ -74,7 +74,7 @@ class StarvingHeaders(DaemonTest):
                honest_p99_ms="%.1f" % honest.p99_ms(), honest_errors=len(honest.errors))
         self.assertEqual(honest.errors, [])
         self.assertEqual(counted, self.ATTACKERS * len(header))
-        self.assertLessEqual(growth, 1.25 * counted / KIB + RSS_SLACK_KIB)
+        self.assertLessEqual(growth, rss_bound_kib(counted / KIB))
 
     def test_honest_ping_is_answered_while_clients_are_over_clients_memory(self):
         """4 connections each send 8 MiB of a ~32 MiB message and stall
@@ -116,8 +116,9 @@ class StarvingHeaders(DaemonTest):
         # All clients together: clients_memory, one message finishing (the
         # pass) and each connection's allowance.
         self.assertLessEqual(held, 16 * MIB + 32 * MIB + (len(attackers) + 2) * 64 * KIB)
-        self.assertLessEqual(growth, 1.25 * held / KIB + RSS_SLACK_KIB)
-        self.assertLessEqual(growth, 1.25 * 16 * KIB + 64 * KIB)  # all clients together
+        self.assertLessEqual(growth, rss_bound_kib(held / KIB))
+        # All clients together: 1.25 x clients_memory + 64 MiB.
+        self.assertLessEqual(growth, rss_bound_kib(16 * KIB, slack_kib=64 * KIB))
 
 
 if __name__ == "__main__":

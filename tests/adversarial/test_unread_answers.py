@@ -78,7 +78,7 @@ class UnreadPings(DaemonTest):
             self.assertLessEqual(after, rest + 32 * KIB)
         self.assertEqual(honest.errors, [])
         self.assertTrue(honest.latencies, "the honest client was never answered")
-        self.assertLessEqual(growth, 1.25 * counted + RSS_SLACK_KIB,
+        self.assertLessEqual(growth, rss_bound_kib(counted),
                              "RSS grew %d KiB for %d KiB counted" % (growth, counted))
 
 
@@ -128,7 +128,7 @@ class PendingDispatches(DaemonTest):
                honest_p99_ms="%.1f" % honest.p99_ms(), honest_errors=len(honest.errors))
         self.assertEqual(honest.errors, [])
         self.assertTrue(honest.latencies, "the honest client was never answered")
-        self.assertLessEqual(growth, 1.25 * counted + RSS_SLACK_KIB,
+        self.assertLessEqual(growth, rss_bound_kib(counted),
                              "RSS grew %d KiB for %d KiB counted" % (growth, counted))
         if RSS_GIVEN_BACK:
             self.assertLessEqual(after, rest + 32 * KIB,
