@@ -84,10 +84,10 @@ class UnreadPings(DaemonTest):
 
 class PendingDispatches(DaemonTest):
     CONNECTIONS = 32 * SCALE
-    EACH = 256
+    EACH = 1024
 
     def test_pending_requests_cost_what_is_counted_and_go_back(self):
-        """32 connections pipeline 256 no-op dispatches each behind a held
+        """32 connections pipeline 1024 no-op dispatches each behind a held
         device, reading nothing: the daemon's RSS grows by about what status
         counts as client input, and 5 s after they leave it is back within
         32 MiB of where it was."""
@@ -97,7 +97,7 @@ class PendingDispatches(DaemonTest):
         rest = vmrss_kib(d.pid)
         total = self.CONNECTIONS * self.EACH
         with d.client() as holder:
-            hold_device(d, holder, task_us=5000000)
+            hold_device(d, holder, task_us=10000000)
             sockets = [pipeline(d.socket, "dispatch", noop(), self.EACH)[0]
                        for _ in range(self.CONNECTIONS)]
             wait_until(lambda: d.status()["queue"]["depth"] >= total,
