@@ -117,7 +117,7 @@ static bool wants_read(srv_conn_t *conn) {
   const srv_options_t *o = &conn->srv->opts;
   if (conn->closing || conn->read_eof || conn->failing || conn->close_after_write) return false;
   if (conn->pending >= o->max_pending) return false;
-  if (conn->pending > 0 && conn->rcharged + conn->held >= o->input_limit) return false;
+  if (conn->pending > 0 && conn_input(conn) >= o->input_limit) return false;
   return srv_input_allows(conn->srv, conn);
 }
 
@@ -408,7 +408,7 @@ static void conn_on_eof(srv_conn_t *conn) {
 static size_t read_room(const srv_conn_t *conn) {
   const srv_t *srv = conn->srv;
   size_t room = conn->rcap - conn->rlen;
-  uint64_t held = conn->rcharged + conn->held;
+  uint64_t held = conn_input(conn);
   if (srv->input >= srv->opts.clients_memory && srv->pass != conn &&
       held < SRV_INPUT_ALLOWANCE && SRV_INPUT_ALLOWANCE - held < room)
     room = (size_t)(SRV_INPUT_ALLOWANCE - held);

@@ -123,8 +123,7 @@ void srv_memory(const srv_t *srv, srv_memory_t *ret) {
   ret->output_limit = srv->opts.output_limit;
   ret->most_input = ret->most_output = 0;
   for (const srv_conn_t *c = srv->conns; c; c = c->next) {
-    uint64_t in = c->rcharged + c->held;
-    if (in > ret->most_input) ret->most_input = in;
+    if (conn_input(c) > ret->most_input) ret->most_input = conn_input(c);
     if (c->out_bytes > ret->most_output) ret->most_output = c->out_bytes;
   }
 }
@@ -152,7 +151,7 @@ void srv_update_options(srv_t *srv, const srv_options_t *opts) {
 
 bool srv_input_allows(srv_t *srv, srv_conn_t *conn) {
   if (srv->input < srv->opts.clients_memory || srv->pass == conn) return true;
-  if (conn->rcharged + conn->held < SRV_INPUT_ALLOWANCE) return true;
+  if (conn_input(conn) < SRV_INPUT_ALLOWANCE) return true;
   if (!srv->pressured) {
     /* Memory is short: read buffers kept for reuse go back first. */
     for (srv_conn_t *c = srv->conns; c; c = c->next) conn_trim(c);

@@ -77,6 +77,9 @@ struct srv_conn {
   void *data;
 };
 
+/* The input a connection holds: its read buffer's charge and its messages'. */
+static inline uint64_t conn_input(const srv_conn_t *conn) { return conn->rcharged + conn->held; }
+
 /* conn.c, for server.c. */
 void conn_update(srv_conn_t *conn);         /* recompute poll events and the timer */
 void conn_flush(srv_conn_t *conn);          /* write what is queued, as far as it goes */
