@@ -248,9 +248,9 @@ static inline bool srv_conn_gone(srv_conn_t *conn) {
  * huge pages: a 4 KiB page fault costs 10-20 us on a virtual machine and a
  * fresh 64 MiB buffer takes 16384 of them, against 32 faults with 2 MiB
  * pages.  (Not a read buffer: it grows as bytes arrive, and a hint would
- * fault it in 2 MiB at a time beyond them.)  srv_buffer_hint(p, len) asks the kernel for them (madvise
- * MADV_HUGEPAGE on the 2 MiB-aligned part; a no-op below the size or where
- * THP is off). */
+ * fault it in 2 MiB at a time beyond them.)  srv_buffer_hint(p, len) asks
+ * the kernel for them (madvise MADV_HUGEPAGE on the 2 MiB-aligned part; a
+ * no-op below the size or where THP is off). */
 #define SRV_HUGE_BUFFER ((size_t)2 << 20)
 void srv_buffer_hint(void *p, size_t len);
 
