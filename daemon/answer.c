@@ -32,7 +32,7 @@ static void sent_done(srv_owner_t *owner) {
 }
 
 void answer_send(srv_conn_t *conn, msgpack_sbuffer *sb, const proto_refbuf_t *refs,
-                 void (*done)(void *arg), void *arg) {
+                 uint64_t lent_bytes, void (*done)(void *arg), void *arg) {
   sent_t *s = calloc(1, sizeof(*s));
   struct iovec *iov = calloc(proto_refbuf_iov_max(refs), sizeof(*iov));
   size_t n;
@@ -43,6 +43,8 @@ void answer_send(srv_conn_t *conn, msgpack_sbuffer *sb, const proto_refbuf_t *re
     srv_conn_close(conn);
     return;
   }
+  sb->data = srv_right_size(sb->data, sb->size);
+  sb->alloc = sb->size;
   n = proto_refbuf_iov(refs, iov); /* points into sb's bytes, which s now owns */
   s->owner.done = sent_done;
   s->bytes = sb->data;
@@ -50,6 +52,7 @@ void answer_send(srv_conn_t *conn, msgpack_sbuffer *sb, const proto_refbuf_t *re
   s->arg = arg;
   sb->data = NULL;
   sb->size = sb->alloc = 0;
-  srv_conn_send_parts(conn, iov, (unsigned)n, &s->owner);
+  srv_conn_send_parts(conn, iov, (unsigned)n, &s->owner,
+                      srv_heap_bytes(s) + srv_heap_bytes(s->bytes) + lent_bytes);
   free(iov);
 }

@@ -22,8 +22,10 @@ int answer_encode(msgpack_sbuffer *sb, proto_refbuf_t *refs, uint32_t msgid, pro
                   const proto_result_t *result, const void *lo, const void *hi);
 
 /* Loop thread: queue the answer on conn, taking sb's bytes; done(arg) runs
- * once every part is written or dropped. */
+ * once every part is written or dropped.  The answer is charged to conn
+ * with the lent_bytes of the area its references lie in (the whole area:
+ * it is held whole until done). */
 void answer_send(srv_conn_t *conn, msgpack_sbuffer *sb, const proto_refbuf_t *refs,
-                 void (*done)(void *arg), void *arg);
+                 uint64_t lent_bytes, void (*done)(void *arg), void *arg);
 
 #endif

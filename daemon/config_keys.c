@@ -59,7 +59,8 @@ static const cfg_key_t key_table[] = {
     KEY("daemon", "clients_memory", CFG_T_SIZE, daemon.clients_memory, MIB(1), GIB(1024), true,
         "2G",
         "Bytes held for all clients together (input, decoded requests, unsent answers): over "
-        "it reading pauses, and unsent answers over it close the client holding the most."),
+        "it each connection is read only up to 64 KiB (and one to finish its message), and "
+        "unsent answers over it close the client holding the most."),
     KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), true, "16G",
         "Bytes of shared memory (shm.register) one connection may have mapped; 0 turns the "
         "shm path off."),

@@ -52,10 +52,22 @@ static void conn_on_closed(uv_handle_t *handle) {
   conn_unref(conn);
 }
 
-static void set_read_buffer(srv_conn_t *conn, char *buf, size_t cap) {
-  srv_account_input(conn->srv, (int64_t)cap - (int64_t)conn->rcap);
+/* The read buffer is charged the most it has held (the bytes received into
+ * it, whose pages are touched), not its capacity: a header announcing a
+ * huge message costs what was sent, not what it announces. */
+static void set_read_buffer(srv_conn_t *conn, char *buf, size_t cap, size_t charged) {
+  srv_account_input(conn->srv, (int64_t)charged - (int64_t)conn->rcharged);
   conn->rbuf = buf;
   conn->rcap = cap;
+  conn->rcharged = charged;
+}
+
+static void received(srv_conn_t *conn, size_t got) {
+  conn->rlen += got;
+  if (conn->rlen > conn->rcharged) {
+    srv_account_input(conn->srv, (int64_t)(conn->rlen - conn->rcharged));
+    conn->rcharged = conn->rlen;
+  }
 }
 
 static int pop_fd(srv_conn_t *conn, unsigned *ret_batch) {
@@ -114,7 +126,7 @@ void srv_conn_close(srv_conn_t *conn) {
   atomic_store_explicit(&conn->gone, true, memory_order_release);
   conn_free_output(conn); /* answers not yet written are dropped */
   free(conn->rbuf);
-  set_read_buffer(conn, NULL, 0);
+  set_read_buffer(conn, NULL, 0, 0);
   conn->rpos = conn->rlen = 0;
   srv->clients--;
   srv_release_pass(srv, conn);
@@ -127,7 +139,7 @@ void conn_trim(srv_conn_t *conn) {
   if (conn->closing || conn->rlen > conn->rpos || conn->rcap <= READ_CHUNK) return;
   free(conn->rbuf);
   conn->rpos = conn->rlen = 0;
-  set_read_buffer(conn, NULL, 0);
+  set_read_buffer(conn, NULL, 0, 0);
 }
 
 /* ---- flow control and the timer ------------------------------------------- */
@@ -137,7 +149,7 @@ static bool wants_read(srv_conn_t *conn) {
   const srv_options_t *o = &conn->srv->opts;
   if (conn->closing || conn->read_eof || conn->failing || conn->close_after_write) return false;
   if (conn->pending >= o->max_pending) return false;
-  if (conn->pending > 0 && conn->rcap + conn->held >= o->input_limit) return false;
+  if (conn->pending > 0 && conn_input(conn) >= o->input_limit) return false;
   return srv_input_allows(conn->srv, conn);
 }
 
@@ -163,12 +175,29 @@ static uint64_t next_deadline(srv_conn_t *conn, bool reading) {
   return at;
 }
 
+/* The message clock runs only while the connection is read: when reading
+ * resumes, the message under way is given back the time it was paused
+ * (from the pause, or from its first byte if that came later). */
+static void clock_reading(srv_conn_t *conn, bool reading) {
+  uint64_t now = now_ns(), from;
+  if (!reading) {
+    conn->paused_ns = now;
+    return;
+  }
+  if (conn->msg_start_ns && conn->paused_ns) {
+    from = conn->paused_ns > conn->msg_start_ns ? conn->paused_ns : conn->msg_start_ns;
+    conn->msg_start_ns += now - from;
+  }
+  conn->paused_ns = 0;
+}
+
 void conn_update(srv_conn_t *conn) {
   bool reading, idle;
   int events;
   uint64_t at, now;
   if (conn->closing) return;
   reading = wants_read(conn);
+  if (reading != ((conn->events & UV_READABLE) != 0)) clock_reading(conn, reading);
   /* Writable only once the socket refused bytes: answers held for a
    * corked batch are written at uncork without a poll. */
   events = (reading ? UV_READABLE : 0) | (conn->write_blocked ? UV_WRITABLE : 0);
@@ -265,28 +294,35 @@ static void conn_finish_if_done(srv_conn_t *conn) {
 /* ---- reading --------------------------------------------------------------- */
 
 /* Room for the next read: the unread tail moved to the front, and the
- * buffer grown at once to what the reader knows the message still needs
- * (not by doubling read after read), up to max_message. */
+ * buffer grown towards what the reader knows the message still needs, at
+ * most doubling what has arrived (a header alone does not reserve what it
+ * announces; past 1 MiB the buffer is mapped and grows without a copy), up
+ * to max_message. */
 static bool reserve_read(srv_conn_t *conn) {
-  size_t cap_limit = conn->reader.max_message + READ_CHUNK, want;
+  size_t cap_limit = conn->reader.max_message + READ_CHUNK, want, most;
   if (conn->rpos > 0) {
     memmove(conn->rbuf, conn->rbuf + conn->rpos, conn->rlen - conn->rpos);
     conn->rlen -= conn->rpos;
     conn->rpos = 0;
   }
   want = READ_CHUNK / 4;
-  if (conn->reader.need > want)
-    want = conn->reader.need < cap_limit - conn->rlen ? (size_t)conn->reader.need
-                                                      : cap_limit - conn->rlen;
+  most = conn->rlen > READ_CHUNK ? conn->rlen : READ_CHUNK;
+  if (most > cap_limit - conn->rlen) most = cap_limit - conn->rlen;
+  if (conn->reader.need > want) want = conn->reader.need < most ? (size_t)conn->reader.need : most;
   if (conn->rcap - conn->rlen < want && conn->rcap < cap_limit) {
-    size_t cap = conn->rcap ? conn->rcap * 2 : READ_CHUNK;
+    /* Doubling (no copy per read), never past twice what has arrived. */
+    size_t cap = conn->rcap * 2 < conn->rlen + most ? conn->rcap * 2 : conn->rlen + most;
     char *grown;
-    while (cap - conn->rlen < want && cap < cap_limit) cap *= 2;
+    if (cap < conn->rlen + want) cap = conn->rlen + want;
+    if (cap < READ_CHUNK) cap = READ_CHUNK;
     if (cap > cap_limit) cap = cap_limit;
+    /* No huge-page hint: a buffer that grows as bytes arrive would be
+     * faulted in 2 MiB at a time beyond them (and mremap'ing huge pages is
+     * slow); a large buffer kept for the next message is already faulted
+     * in (take_back). */
     grown = realloc(conn->rbuf, cap);
     if (!grown) return conn->rcap > conn->rlen;
-    srv_buffer_hint(grown, cap);
-    set_read_buffer(conn, grown, cap);
+    set_read_buffer(conn, grown, cap, conn->rcharged);
   }
   return conn->rcap > conn->rlen;
 }
@@ -295,22 +331,23 @@ static bool reserve_read(srv_conn_t *conn) {
 static int conn_deliver(srv_conn_t *conn, size_t len) {
   srv_t *srv = conn->srv;
   srv_msg_t *msg = malloc(sizeof(*msg));
-  uint64_t objects;
+  uint64_t bytes;
   if (!msg) return -ENOMEM;
   msg->len = len;
-  objects = proto_reader_objects(&conn->reader);
+  msg->objects = proto_reader_objects(&conn->reader);
+  msg->decoded = msg->objects * SRV_DECODED_OBJECT_BYTES;
   if (conn->rpos == 0 && len == conn->rlen && len >= READ_CHUNK) {
     /* A large message alone in the buffer: lend the buffer instead of
-     * copying it (its bytes are counted as the message's meanwhile); it
-     * comes back at srv_msg_done for the next message, already faulted in. */
+     * copying it (its charge goes with it); it comes back at srv_msg_done
+     * for the next message, already faulted in. */
     msg->data = conn->rbuf;
-    msg->charge = conn->rcap;
     msg->lent_cap = conn->rcap;
+    msg->lent_charge = conn->rcharged;
+    bytes = 0; /* already counted */
     conn->rbuf = NULL;
-    conn->rcap = 0;
-    conn->rlen = 0;
+    conn->rcap = conn->rlen = conn->rcharged = 0;
   } else {
-    msg->lent_cap = 0;
+    msg->lent_cap = msg->lent_charge = 0;
     msg->data = malloc(len ? len : 1);
     if (!msg->data) {
       free(msg);
@@ -318,11 +355,11 @@ static int conn_deliver(srv_conn_t *conn, size_t len) {
     }
     memcpy(msg->data, conn->rbuf + conn->rpos, len);
     conn->rpos += len;
-    msg->charge = len;
-    srv_account_input(srv, (int64_t)len);
+    bytes = srv_heap_bytes(msg->data);
   }
-  msg->charge += objects * SRV_DECODED_OBJECT_BYTES;
-  srv_account_input(srv, (int64_t)(objects * SRV_DECODED_OBJECT_BYTES));
+  bytes += srv_heap_bytes(msg) + msg->decoded;
+  msg->charge = msg->lent_charge + bytes;
+  srv_account_input(srv, (int64_t)bytes);
   conn->pending++;
   conn->held += msg->charge;
   conn->refs++;
@@ -397,6 +434,19 @@ static void conn_on_eof(srv_conn_t *conn) {
   conn_finish_if_done(conn);
 }
 
+/* How much the next read may take: the room in the buffer, but while all
+ * clients are over clients_memory, a connection without the pass takes no
+ * more than its allowance (server.h). */
+static size_t read_room(const srv_conn_t *conn) {
+  const srv_t *srv = conn->srv;
+  size_t room = conn->rcap - conn->rlen;
+  uint64_t held = conn_input(conn);
+  if (srv->input >= srv->opts.clients_memory && srv->pass != conn &&
+      held < SRV_INPUT_ALLOWANCE && SRV_INPUT_ALLOWANCE - held < room)
+    room = (size_t)(SRV_INPUT_ALLOWANCE - held);
+  return room;
+}
+
 /* recv(), also taking the fds that came with the bytes: 0 at EOF, the byte
  * count, or -1 with errno.  *ret_bad says why the connection must fail
  * (NULL: it need not). */
@@ -405,7 +455,7 @@ static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
     char buf[CMSG_SPACE(sizeof(int) * SCM_MAX_FD)];
     struct cmsghdr align;
   } control;
-  struct iovec iov = {conn->rbuf + conn->rlen, conn->rcap - conn->rlen};
+  struct iovec iov = {conn->rbuf + conn->rlen, read_room(conn)};
   struct msghdr mh = {0};
   ssize_t got;
   *ret_bad = NULL;
@@ -453,7 +503,7 @@ static void conn_read(srv_conn_t *conn) {
       pto_error_t err;
       pto_error_set(&err, PTO_E_INVALID_REQUEST, "The connection is closed: %s.", bad);
       log_client(LOG_INFO, "Client %llu: %s; disconnecting it.", (unsigned long long)conn->id, bad);
-      if (got > 0) conn->rlen += (size_t)got; /* what came before is still answered */
+      if (got > 0) received(conn, (size_t)got); /* what came before is still answered */
       conn_process(conn);
       srv_conn_fail(conn, &err);
       break;
@@ -472,7 +522,7 @@ static void conn_read(srv_conn_t *conn) {
       return;
     }
     if (conn->rlen == conn->rpos && !conn->msg_start_ns) conn->msg_start_ns = now_ns();
-    conn->rlen += (size_t)got;
+    received(conn, (size_t)got);
     conn_process(conn);
     if (conn->closing) return;
     if ((size_t)got < READ_CHUNK / 4) break; /* the socket is most likely drained */
@@ -496,14 +546,22 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events) {
 /* A lent read buffer comes back: the connection's again when it has none
  * or a smaller empty one and memory is not short, so the next large message
  * lands in pages already faulted in (no fresh mapping, no zero-fill). */
-static void take_back(srv_conn_t *conn, char *buf, size_t cap) {
+static void take_back(srv_conn_t *conn, char *buf, size_t cap, size_t charged) {
   if (conn->closing || conn->srv->pressured || conn->rlen > conn->rpos || conn->rcap >= cap) {
     free(buf);
     return;
   }
   free(conn->rbuf);
   conn->rpos = conn->rlen = 0;
-  set_read_buffer(conn, buf, cap);
+  set_read_buffer(conn, buf, cap, charged);
+}
+
+void srv_msg_charge_decoded(srv_conn_t *conn, srv_msg_t *msg, uint64_t bytes) {
+  int64_t delta = (int64_t)bytes - (int64_t)msg->decoded;
+  msg->decoded = bytes;
+  msg->charge = (uint64_t)((int64_t)msg->charge + delta);
+  conn->held = (uint64_t)((int64_t)conn->held + delta);
+  srv_account_input(conn->srv, delta);
 }
 
 void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg) {
@@ -512,7 +570,7 @@ void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg) {
   conn->held -= charge;
   srv_account_input(conn->srv, -(int64_t)charge);
   if (msg->lent_cap)
-    take_back(conn, msg->data, msg->lent_cap);
+    take_back(conn, msg->data, msg->lent_cap, msg->lent_charge);
   else
     free(msg->data);
   free(msg);

@@ -1,7 +1,13 @@
 /* conn_output.c — a connection's answers on their way out: a queue of
  * chunks, each the connection's own bytes or bytes lent by an owner
- * (srv_conn_send_parts), written with writev as the socket takes them. */
+ * (srv_conn_send_parts), written with writev as the socket takes them.
+ *
+ * Each answer is charged what it takes in memory — its bytes at their
+ * allocated size, the chunk records, and what its owner holds for it —
+ * from when it is queued until its last chunk is written or dropped; the
+ * charge rides on that last chunk (conn->out_bytes, srv->output). */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -17,9 +23,12 @@ struct out_chunk {
   const char *data;
   size_t len, off;
   srv_owner_t *owner; /* NULL: data is the chunk's own, freed with it */
+  uint64_t charge;    /* the whole answer's, on its last chunk; 0 on the others */
 };
 
-static void chunk_free(out_chunk_t *c) {
+static void chunk_free(srv_conn_t *conn, out_chunk_t *c) {
+  conn->out_bytes -= c->charge;
+  srv_account_output(conn->srv, -(int64_t)c->charge);
   if (!c->owner)
     free((void *)(uintptr_t)c->data);
   else if (--c->owner->parts == 0)
@@ -31,11 +40,9 @@ void conn_free_output(srv_conn_t *conn) {
   out_chunk_t *c, *next;
   for (c = conn->out_head; c; c = next) {
     next = c->next;
-    chunk_free(c);
+    chunk_free(conn, c);
   }
   conn->out_head = conn->out_tail = NULL;
-  conn->srv->output -= conn->out_bytes;
-  conn->out_bytes = 0;
 }
 
 void conn_flush(srv_conn_t *conn) {
@@ -59,8 +66,6 @@ void conn_flush(srv_conn_t *conn) {
       srv_conn_close(conn);
       return;
     }
-    conn->out_bytes -= (uint64_t)wrote;
-    conn->srv->output -= (uint64_t)wrote;
     while (wrote > 0) {
       out_chunk_t *c = conn->out_head;
       size_t left = c->len - c->off;
@@ -71,7 +76,7 @@ void conn_flush(srv_conn_t *conn) {
       wrote -= (ssize_t)left;
       conn->out_head = c->next;
       if (!conn->out_head) conn->out_tail = NULL;
-      chunk_free(c);
+      chunk_free(conn, c);
     }
   }
   if (conn->closing) return;
@@ -82,9 +87,10 @@ void conn_flush(srv_conn_t *conn) {
   conn_update(conn);
 }
 
-static bool queue_chunk(srv_conn_t *conn, const char *data, size_t len, srv_owner_t *owner) {
+static out_chunk_t *queue_chunk(srv_conn_t *conn, const char *data, size_t len,
+                                srv_owner_t *owner) {
   out_chunk_t *c = calloc(1, sizeof(*c));
-  if (!c) return false;
+  if (!c) return NULL;
   c->data = data;
   c->len = len;
   c->owner = owner;
@@ -93,34 +99,71 @@ static bool queue_chunk(srv_conn_t *conn, const char *data, size_t len, srv_owne
   else
     conn->out_head = c;
   conn->out_tail = c;
-  conn->out_bytes += len;
-  conn->srv->output += len;
-  return true;
+  return c;
+}
+
+/* The answer whose last chunk is `last` takes `bytes` of memory. */
+static void charge_answer(srv_conn_t *conn, out_chunk_t *last, uint64_t bytes) {
+  last->charge += bytes;
+  conn->out_bytes += bytes;
+  srv_account_output(conn->srv, (int64_t)bytes);
+}
+
+/* What the answer at the head of the queue is charged: the one being
+ * written, which output_limit does not count (every answer fits it when it
+ * is admitted, and a partly written one is still charged whole). */
+static uint64_t head_answer_charge(const srv_conn_t *conn) {
+  for (const out_chunk_t *c = conn->out_head; c; c = c->next)
+    if (c->charge) return c->charge;
+  return 0;
 }
 
 static void send_queued(srv_conn_t *conn);
 
+size_t srv_heap_bytes(const void *p) {
+  return p ? malloc_usable_size((void *)(uintptr_t)p) + sizeof(size_t) : 0;
+}
+
+/* An answer encoded into a growing buffer (msgpack's sbuffer starts at
+ * 8 KiB) is cut to its length before it waits: a client that does not read
+ * its pings must not make each one cost 8 KiB. */
+char *srv_right_size(char *data, size_t len) {
+  char *cut;
+  if (!data || len == 0 || malloc_usable_size(data) <= len + len / 8 + 64) return data;
+  cut = realloc(data, len);
+  return cut ? cut : data;
+}
+
 void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
-  if (conn->closing || len == 0 || !queue_chunk(conn, data, len, NULL)) {
+  out_chunk_t *c;
+  if (!conn->closing && len) data = srv_right_size(data, len);
+  if (conn->closing || len == 0 || !(c = queue_chunk(conn, data, len, NULL))) {
     free(data);
     if (!conn->closing && len) srv_conn_close(conn);
     return;
   }
+  charge_answer(conn, c, srv_heap_bytes(data) + srv_heap_bytes(c));
   send_queued(conn);
 }
 
 void srv_conn_send_parts(srv_conn_t *conn, const struct iovec *parts, unsigned nparts,
-                         srv_owner_t *owner) {
+                         srv_owner_t *owner, uint64_t owner_bytes) {
+  uint64_t charge = owner_bytes;
+  out_chunk_t *c = NULL;
   unsigned i;
   owner->parts = 1; /* held here until every part is queued */
   for (i = 0; i < nparts && !conn->closing; i++) {
     if (parts[i].iov_len == 0) continue;
     owner->parts++;
-    if (!queue_chunk(conn, parts[i].iov_base, parts[i].iov_len, owner)) {
+    c = queue_chunk(conn, parts[i].iov_base, parts[i].iov_len, owner);
+    if (!c) {
       owner->parts--;
       srv_conn_close(conn);
+      break;
     }
+    charge += srv_heap_bytes(c);
   }
+  if (c && !conn->closing) charge_answer(conn, c, charge);
   if (--owner->parts == 0) owner->done(owner);
   if (!conn->closing) send_queued(conn);
 }
@@ -132,7 +175,7 @@ static void send_queued(srv_conn_t *conn) {
    * output_limit; past it, written now, and what the socket does not take
    * must fit output_limit: whatever produced the answers, a client that
    * does not read them cannot make the daemon hold more than that. */
-  if (srv->cork_depth > 0 && conn->out_bytes <= srv->opts.output_limit) {
+  if (srv->cork_depth > 0 && conn->out_bytes - head_answer_charge(conn) <= srv->opts.output_limit) {
     if (!conn->flush_listed) {
       conn->flush_listed = true;
       conn->flush_next = srv->flush_list;
@@ -140,10 +183,10 @@ static void send_queued(srv_conn_t *conn) {
     }
   } else {
     conn_flush(conn);
-    if (!conn->closing && conn->out_bytes > srv->opts.output_limit) {
+    if (!conn->closing && conn->out_bytes - head_answer_charge(conn) > srv->opts.output_limit) {
       log_client(LOG_WARNING,
-                 "Client %llu has %llu bytes of answers it does not read (output_limit %llu); "
-                 "disconnecting it.",
+                 "Client %llu has answers it does not read taking %llu bytes (output_limit "
+                 "%llu); disconnecting it.",
                  (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
                  (unsigned long long)srv->opts.output_limit);
       srv_conn_close(conn);

@@ -68,10 +68,13 @@ static void encode_result(req_t *req, const proto_result_t *result) {
 /* A dispatch's answer: outputs of PROTO_REF_MIN bytes or more are written
  * to the socket from the staging area (the sim device's memory is host
  * memory), which is lent to the answer until then; smaller ones are
- * copied into the message. */
+ * copied into the message.  The area is lent whole (and charged whole to
+ * the client until written), so only when the outputs are at least half of
+ * it: large inputs beside a small output are not pinned by an answer the
+ * client does not read — that output is copied. */
 static void encode_dispatch_result(req_t *req, const proto_result_t *result, uint64_t out_bytes) {
   staging_t *st = &req->d->staging;
-  if (out_bytes >= PROTO_REF_MIN && st->mem) {
+  if (out_bytes >= PROTO_REF_MIN && st->mem && st->bytes / 2 <= out_bytes) {
     const char *lo = st->mem;
     if (answer_encode(&req->response, &req->refs, req->msgid, PROTO_M_DISPATCH, result, lo,
                       lo + st->bytes) == 0 &&

@@ -131,6 +131,13 @@ static void head(tb_t *t, const char *name, const char *type, const char *help) 
   tb_put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A gauge of client memory in two samples, {use="input"} and {use="output"}. */
+static void by_use(tb_t *t, const char *name, const char *help, uint64_t input, uint64_t output) {
+  head(t, name, "gauge", help);
+  tb_put(t, "%s{use=\"input\"} %llu\n", name, (unsigned long long)input);
+  tb_put(t, "%s{use=\"output\"} %llu\n", name, (unsigned long long)output);
+}
+
 static void one(tb_t *t, const char *name, const char *type, const char *help, uint64_t v) {
   head(t, name, type, help);
   tb_put(t, "%s %" PRIu64 "\n", name, v);
@@ -173,12 +180,16 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
   one(t, "ptod_queue_capacity", "gauge", "queue_depth: the admission queue's bound.",
       s->queue_capacity);
   one(t, "ptod_queue_running", "gauge", "Device requests running (0 or 1).", s->queue_running);
-  tb_put(t, "# HELP ptod_client_held_bytes Bytes held for clients: unread input and decoded "
-               "requests, answers not yet written.\n# TYPE ptod_client_held_bytes gauge\n");
-  tb_put(t, "ptod_client_held_bytes{use=\"input\"} %llu\n", (unsigned long long)s->client_input);
-  tb_put(t, "ptod_client_held_bytes{use=\"output\"} %llu\n",
-            (unsigned long long)s->client_output);
+  by_use(t, "ptod_client_held_bytes",
+         "Bytes held for clients: unread input and decoded requests, answers not yet written.",
+         s->client_input, s->client_output);
   one(t, "ptod_client_memory_limit_bytes", "gauge", "[daemon] clients_memory.", s->client_limit);
+  by_use(t, "ptod_client_connection_limit_bytes",
+         "Per connection: [daemon] input_limit and output_limit.", s->conn_input_limit,
+         s->conn_output_limit);
+  by_use(t, "ptod_client_connection_held_max_bytes",
+         "The most one connection holds: input (received and decoded), output (unsent answers).",
+         s->conn_most_input, s->conn_most_output);
   one(t, "ptod_log_lines_suppressed_total", "counter",
       "Client-caused log lines dropped by the rate limit.", s->log_lines_suppressed);
   one(t, "ptod_shm_regions", "gauge", "Shared-memory regions registered, all clients.",

@@ -71,6 +71,9 @@ typedef struct metrics_snapshot {
   /* Bytes the server holds for clients (srv_memory): unread input and
    * decoded requests, unsent answers, and clients_memory. */
   uint64_t client_input, client_output, client_limit;
+  /* Per connection: input_limit and output_limit, and the most one
+   * connection holds of each. */
+  uint64_t conn_input_limit, conn_output_limit, conn_most_input, conn_most_output;
   uint64_t log_lines_suppressed; /* client-caused lines the rate limit dropped */
   /* Shared-memory regions of all clients (count, bytes, shm_regions_total)
    * and passed fds (srv_fds: parked, closing, RLIMIT_NOFILE). */

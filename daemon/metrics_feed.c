@@ -76,6 +76,10 @@ static void snapshot(ptod_t *d, metrics_snapshot_t *s) {
     s->fds_parked = fds.parked;
     s->fds_closing = fds.closing;
     s->fds_limit = fds.limit;
+    s->conn_input_limit = cm.input_limit;
+    s->conn_output_limit = cm.output_limit;
+    s->conn_most_input = cm.most_input;
+    s->conn_most_output = cm.most_output;
   }
   s->shm_regions = d->shm_totals.regions;
   s->shm_bytes = d->shm_totals.bytes;

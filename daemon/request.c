@@ -112,7 +112,8 @@ static void request_complete(dsp_job_t *job) {
       atomic_fetch_add(req->result_code == PTO_OK ? &d->dispatches_ok : &d->dispatches_failed, 1);
     if (req->result_code != PTO_OK) metrics_count_error(d->metrics, req->result_code);
     if (!srv_conn_gone(conn) && req->refs.n) {
-      answer_send(conn, &req->response, &req->refs, give_back, req->lent);
+      answer_send(conn, &req->response, &req->refs, req->lent ? req->lent->bytes : 0, give_back,
+                  req->lent);
       req->lent = NULL; /* the answer's until it is written */
     } else if (!srv_conn_gone(conn)) {
       send_sbuffer(conn, &req->response);
@@ -330,6 +331,10 @@ static void admit(req_t *req) {
 
 /* ---- from a message to a request -------------------------------------------------- */
 
+/* Zone bytes beyond the decoded objects, for what decoding params adds
+ * (a dispatch's argument array ...); more takes another chunk. */
+#define DECODE_EXTRA 512u
+
 static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   ptod_t *d = data;
   req_t *req = calloc(1, sizeof(*req));
@@ -352,6 +357,15 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   req->fd = -1;
   msgpack_unpacked_init(&req->unpacked);
   msgpack_sbuffer_init(&req->response);
+  /* A zone the size of what this message decodes to, not msgpack-c's
+   * 16 KiB: a pipeline of small requests costs what they hold. */
+  req->unpacked.zone = proto_zone_new(msg->objects, DECODE_EXTRA);
+  if (!req->unpacked.zone) {
+    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    srv_conn_fail(conn, &err);
+    req_finish(req);
+    return;
+  }
 
   rc = proto_decode(msg->data, msg->len, &req->unpacked, &env, &err);
   /* The fds a shm.register came with are its own whatever refuses it
@@ -401,6 +415,8 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
     reject(req, &err);
     return;
   }
+  /* From here the request is held as long as it waits: charge it all. */
+  srv_msg_charge_decoded(conn, msg, srv_heap_bytes(req) + proto_zone_bytes(req->unpacked.zone));
   {
     proto_buffer_info_t *list;
     rc = serve_shm(req, &result, &list, &err);

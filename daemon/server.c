@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,13 @@ void srv_memory(const srv_t *srv, srv_memory_t *ret) {
   ret->input = srv->input;
   ret->output = srv->output;
   ret->limit = srv->opts.clients_memory;
+  ret->input_limit = srv->opts.input_limit;
+  ret->output_limit = srv->opts.output_limit;
+  ret->most_input = ret->most_output = 0;
+  for (const srv_conn_t *c = srv->conns; c; c = c->next) {
+    if (conn_input(c) > ret->most_input) ret->most_input = conn_input(c);
+    if (c->out_bytes > ret->most_output) ret->most_output = c->out_bytes;
+  }
 }
 
 void srv_update_options(srv_t *srv, const srv_options_t *opts) {
@@ -154,6 +162,7 @@ void srv_update_options(srv_t *srv, const srv_options_t *opts) {
 
 bool srv_input_allows(srv_t *srv, srv_conn_t *conn) {
   if (srv->input < srv->opts.clients_memory || srv->pass == conn) return true;
+  if (conn_input(conn) < SRV_INPUT_ALLOWANCE) return true;
   if (!srv->pressured) {
     /* Memory is short: read buffers kept for reuse go back first. */
     for (srv_conn_t *c = srv->conns; c; c = c->next) conn_trim(c);
@@ -180,9 +189,31 @@ void srv_release_pass(srv_t *srv, srv_conn_t *conn) {
   if (srv->pressured) srv_relieve(srv);
 }
 
+/* After a burst, memory freed goes back to the system: glibc keeps freed
+ * heap pages below its top (and in the device thread's arena) resident, so
+ * once what clients hold falls to a quarter of its peak, malloc_trim
+ * returns them.  Rare by construction: the peak restarts from there. */
+#define TRIM_AFTER ((uint64_t)8 << 20)
+
+static void note_held(srv_t *srv) {
+  uint64_t held = srv->input + srv->output;
+  if (held > srv->held_peak) {
+    srv->held_peak = held;
+  } else if (srv->held_peak >= TRIM_AFTER && held <= srv->held_peak / 4) {
+    (void)malloc_trim(0);
+    srv->held_peak = held;
+  }
+}
+
 void srv_account_input(srv_t *srv, int64_t delta) {
   srv->input = (uint64_t)((int64_t)srv->input + delta);
+  note_held(srv);
   if (delta < 0 && srv->pressured && srv->input < srv->opts.clients_memory) srv_relieve(srv);
+}
+
+void srv_account_output(srv_t *srv, int64_t delta) {
+  srv->output = (uint64_t)((int64_t)srv->output + delta);
+  note_held(srv);
 }
 
 void srv_check_output(srv_t *srv) {

@@ -9,20 +9,27 @@
  * connection's bytes are never copied more than the protocol needs.
  *
  * It also owns the memory model of docs/reliability.md: every byte held for
- * a client is counted, per connection and for all clients together —
- *   input:  the read buffer, and every message handed on until the service
- *           is done with it (srv_msg_done), charged its wire bytes plus 24
- *           bytes per msgpack object (what msgpack-c allocates to decode it);
- *   output: answers queued and not yet written.
+ * a client is counted at what it takes in memory (srv_heap_bytes), per
+ * connection and for all clients together —
+ *   input:  the bytes received into the read buffer (it grows as they
+ *           arrive, never to what a header announces), and every message
+ *           handed on until the service is done with it (srv_msg_done): its
+ *           copy, and what decoding it took (24 bytes per msgpack object
+ *           until the service says, srv_msg_charge_decoded);
+ *   output: answers queued and not yet written, each at its allocated size
+ *           with what its owner holds for it (srv_conn_send_parts).
  * Flow control, instead of errors: a connection stops being read while it
  * has max_pending messages handed on and not done, or (with at least one
  * pending) holds input_limit bytes of input; reading resumes as answers go
- * out.  While all clients together hold clients_memory bytes of input, only
- * one connection (one already in the middle of a message) is read, so a
- * message under way can finish and memory stays bounded.  A connection with
- * more than output_limit bytes of unsent answers is closed, and so is the
- * one holding the most when all clients' unsent answers pass
- * clients_memory.
+ * out.  While all clients together hold clients_memory bytes of input, a
+ * connection is read only while it holds less than SRV_INPUT_ALLOWANCE (so
+ * small requests such as ping still get in and are answered), or when it
+ * has the pass: one connection already in the middle of a message goes on,
+ * so that message can finish; memory stays bounded by clients_memory +
+ * max_clients * SRV_INPUT_ALLOWANCE + one message.  A connection whose
+ * unsent answers take more than output_limit (not counting the one being
+ * written) is closed, and so is the one holding the most when all
+ * clients' unsent answers pass clients_memory.
  *
  * Errors a connection cannot recover from (bytes that cannot be parsed, a
  * message over max_message): the server stops reading it, lets every
@@ -49,6 +56,8 @@
 #define SRV_MAX_IDS 64
 /* What msgpack-c allocates per object it decodes (sizeof(msgpack_object)). */
 #define SRV_DECODED_OBJECT_BYTES 24u
+/* Input a connection may hold while all clients are over clients_memory. */
+#define SRV_INPUT_ALLOWANCE ((uint64_t)64 * 1024)
 
 typedef struct srv_options {
   const char *socket_path;
@@ -79,7 +88,10 @@ typedef struct srv_msg {
   char *data;
   size_t len;
   uint64_t charge;  /* bytes counted against its connection while it lives */
+  uint64_t objects; /* msgpack objects in it (the reader's count) */
+  uint64_t decoded; /* of charge, its decoded form's (srv_msg_charge_decoded) */
   size_t lent_cap;  /* data is the connection's read buffer, lent (its capacity); 0: a copy */
+  size_t lent_charge; /* of charge, the lent buffer's (what it has held) */
 } srv_msg_t;
 
 /* What the server calls; the service implements them. */
@@ -134,11 +146,14 @@ const char *srv_socket_origin(const srv_t *srv);
 const char *srv_socket_path(const srv_t *srv);
 uint32_t srv_client_count(const srv_t *srv);
 
-/* Bytes held for all clients now (see the top of this file). */
+/* Bytes held for all clients now (see the top of this file), and the
+ * per-connection view: the bounds and the most one connection holds. */
 typedef struct srv_memory {
   uint64_t input;  /* read buffers and messages not yet done */
   uint64_t output; /* answers not yet written */
   uint64_t limit;  /* clients_memory */
+  uint64_t input_limit, output_limit; /* per connection */
+  uint64_t most_input, most_output;   /* the most one connection holds */
 } srv_memory_t;
 void srv_memory(const srv_t *srv, srv_memory_t *ret);
 
@@ -152,8 +167,16 @@ typedef struct srv_fds {
   uint64_t parked, closing, limit;
 } srv_fds_t;
 void srv_fds(const srv_t *srv, srv_fds_t *ret);
+/* The heap memory allocation p takes: its usable size and the allocator's
+ * header word (0 for NULL).  What the memory model charges for p. */
+size_t srv_heap_bytes(const void *p);
+/* data (len bytes used of a larger malloc'ed buffer) cut to len when that
+ * gives memory back; returns the buffer to use (data itself when not). */
+char *srv_right_size(char *data, size_t len);
 
 /* Queue bytes for the peer and take ownership of data (freed with free()).
+ * The answer is cut to len (a buffer grown by doubling is right-sized) and
+ * charged what it then takes in memory until written.
  * Written at once when the socket takes them, else as it drains; while the
  * server is corked, at srv_uncork (one writev for all).  Over output_limit
  * (or the connection holding the most when all clients' unsent answers
@@ -170,15 +193,23 @@ typedef struct srv_owner {
 } srv_owner_t;
 
 /* Queue the parts in order, as one answer, without copying them: as
- * srv_conn_send, and the memory stays the owner's until done(owner). */
+ * srv_conn_send, and the memory stays the owner's until done(owner).
+ * owner_bytes: what the owner holds for the answer (the memory the parts
+ * lie in, whole), charged to the connection until done(owner). */
 void srv_conn_send_parts(srv_conn_t *conn, const struct iovec *parts, unsigned nparts,
-                         srv_owner_t *owner);
+                         srv_owner_t *owner, uint64_t owner_bytes);
 
 /* The service is done with msg (answered, or dropped because its client
  * went away): frees it, releases its charge and the connection's pending
  * slot, and resumes reading where flow control had paused it.  conn may
  * already be closed; its memory lives until its last message is done. */
 void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg);
+
+/* What the service allocated to decode and hold msg (its request, the
+ * decoded objects and params) is `bytes`: charged with msg from now on, in
+ * place of the estimate made when it was read (SRV_DECODED_OBJECT_BYTES
+ * per object). */
+void srv_msg_charge_decoded(srv_conn_t *conn, srv_msg_t *msg, uint64_t bytes);
 
 /* The connection sent something it cannot recover from (err): stop reading
  * it, answer what it has pending, then on_fatal and close. */
@@ -227,12 +258,13 @@ static inline bool srv_conn_gone(srv_conn_t *conn) {
   return atomic_load_explicit(srv_conn_gone_flag(conn), memory_order_acquire);
 }
 
-/* Message buffers of this size or more should be backed by transparent
+/* Answer buffers of this size or more should be backed by transparent
  * huge pages: a 4 KiB page fault costs 10-20 us on a virtual machine and a
  * fresh 64 MiB buffer takes 16384 of them, against 32 faults with 2 MiB
- * pages.  srv_buffer_hint(p, len) asks the kernel for them (madvise
- * MADV_HUGEPAGE on the 2 MiB-aligned part; a no-op below the size or where
- * THP is off). */
+ * pages.  (Not a read buffer: it grows as bytes arrive, and a hint would
+ * fault it in 2 MiB at a time beyond them.)  srv_buffer_hint(p, len) asks
+ * the kernel for them (madvise MADV_HUGEPAGE on the 2 MiB-aligned part; a
+ * no-op below the size or where THP is off). */
 #define SRV_HUGE_BUFFER ((size_t)2 << 20)
 void srv_buffer_hint(void *p, size_t len);
 

@@ -33,6 +33,7 @@ struct srv {
   int cork_depth;
   srv_conn_t *flush_list; /* connections with answers held while corked */
   uint64_t input, output; /* bytes held for all clients (srv_memory_t) */
+  uint64_t held_peak;     /* the most input + output held since memory was last trimmed */
   bool pressured;         /* some connection is paused because input >= clients_memory */
   srv_conn_t *pass;       /* the one connection read while input >= clients_memory */
   uint32_t parked_fds;    /* memfds received, not yet taken, all connections (conn.c's) */
@@ -51,6 +52,8 @@ struct srv_conn {
   gid_t gid;
   char *rbuf; /* bytes received, [rpos, rlen) not yet a whole message */
   size_t rpos, rlen, rcap;
+  size_t rcharged;        /* the most rbuf has held: what it is charged */
+  uint64_t paused_ns;     /* when reading last stopped; 0: it is read */
   proto_reader_t reader;
   uint64_t msg_start_ns;  /* first byte of the message under way; 0: none */
   uint64_t idle_since_ns; /* when it last had nothing pending, partial or unsent */
@@ -80,6 +83,9 @@ struct srv_conn {
   void *data;
 };
 
+/* The input a connection holds: its read buffer's charge and its messages'. */
+static inline uint64_t conn_input(const srv_conn_t *conn) { return conn->rcharged + conn->held; }
+
 /* conn.c, for server.c. */
 void conn_update(srv_conn_t *conn);         /* recompute poll events and the timer */
 void conn_flush(srv_conn_t *conn);          /* write what is queued, as far as it goes */
@@ -89,6 +95,8 @@ void conn_close_after_flush(srv_conn_t *conn, uint64_t timeout_ms);
 
 /* server.c, for conn.c: the input budget changed by delta bytes. */
 void srv_account_input(srv_t *srv, int64_t delta);
+/* server.c, for conn_output.c: the output budget changed by delta bytes. */
+void srv_account_output(srv_t *srv, int64_t delta);
 /* Whether conn may be read now under the all-clients input budget (it may
  * take the pass). */
 bool srv_input_allows(srv_t *srv, srv_conn_t *conn);

@@ -53,6 +53,10 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->fds.parked = fds.parked;
   s->fds.closing = fds.closing;
   s->fds.limit = fds.limit;
+  s->client_memory.per_connection.input_limit = cm.input_limit;
+  s->client_memory.per_connection.output_limit = cm.output_limit;
+  s->client_memory.per_connection.most_input = cm.most_input;
+  s->client_memory.per_connection.most_output = cm.most_output;
 }
 
 typedef struct program_list {

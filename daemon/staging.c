@@ -99,12 +99,26 @@ staging_area_t *staging_lend(staging_t *st) {
 
 void staging_give_back(staging_area_t *area) {
   staging_t *st;
+  staging_area_t *release;
   if (!area) return;
   st = area->st;
+  /* One area waits for the device thread, which may keep it as its spare;
+   * the smaller of two goes back to the device now, so the areas of a
+   * client's unread answers are free as soon as it leaves, not at the next
+   * dispatch. */
   pthread_mutex_lock(&st->lock);
-  area->next = st->given_back;
-  st->given_back = area;
+  if (st->given_back && st->given_back->bytes >= area->bytes) {
+    release = area;
+  } else {
+    release = st->given_back;
+    area->next = NULL;
+    st->given_back = area;
+  }
   pthread_mutex_unlock(&st->lock);
+  if (release) {
+    release_area(st, release->mem, release->bytes);
+    free(release);
+  }
 }
 
 void staging_release(staging_t *st) {

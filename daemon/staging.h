@@ -7,9 +7,9 @@
  * socket straight from this memory: the area is then lent to the answer
  * (staging_lend) and the next dispatch stages in the spare area, or a new
  * one; the loop gives the area back when the answer is written or dropped
- * (staging_give_back), and the device thread keeps one back as the spare
- * and releases the others.  Every area is accounted with the resident
- * buffers (buf_set_staging_bytes).
+ * (staging_give_back): one waits for the device thread, which keeps it as
+ * the spare, and the others are released at once.  Every area is
+ * accounted with the resident buffers (buf_set_staging_bytes).
  */
 #ifndef PTOD_STAGING_H
 #define PTOD_STAGING_H
@@ -53,7 +53,8 @@ int staging_reserve(staging_t *st, uint64_t need, pto_error_t *err);
 staging_area_t *staging_lend(staging_t *st);
 
 /* Any thread: the answer written from `area` is done with it (NULL: a
- * no-op). */
+ * no-op).  At most one given-back area waits for the device thread (the
+ * largest); any other is released to the device here. */
 void staging_give_back(staging_area_t *area);
 
 /* Give every area back to the device (shut-down, no answer in flight). */

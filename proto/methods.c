@@ -297,10 +297,19 @@ static const schema_spec_t dispatches_rows[] = {
     ROW_COUNT("rejected", T, dispatches.rejected),
 };
 static const schema_t dispatches_schema = SCHEMA(dispatches_rows);
+static const schema_spec_t per_connection_rows[] = {
+    ROW_COUNT("input_limit", T, client_memory.per_connection.input_limit),
+    ROW_COUNT("output_limit", T, client_memory.per_connection.output_limit),
+    ROW_COUNT("most_input", T, client_memory.per_connection.most_input),
+    ROW_COUNT("most_output", T, client_memory.per_connection.most_output),
+};
+static const schema_t per_connection_schema = SCHEMA(per_connection_rows);
 static const schema_spec_t client_memory_rows[] = {
     ROW_COUNT("input", T, client_memory.input),
     ROW_COUNT("output", T, client_memory.output),
     ROW_COUNT("limit", T, client_memory.limit),
+    /* Added with the memory model: an older daemon's has none (left 0). */
+    {.key = "per_connection", .kind = SK_MAP, .flags = F_OPT, .sub = &per_connection_schema},
 };
 static const schema_t client_memory_schema = SCHEMA(client_memory_rows);
 static const schema_spec_t shm_usage_rows[] = {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,13 @@ int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
   memset(ret_env, 0, sizeof(*ret_env));
   rc = check_structure(data, len, ret_err);
   if (rc < 0) return rc;
-  ur = msgpack_unpack_next(unpacked, data, len, &off);
+  if (unpacked->zone) {
+    /* Decode into the caller's zone (msgpack_unpack: the same parser, into
+     * a given zone). */
+    ur = msgpack_unpack(data, len, &off, unpacked->zone, &unpacked->data);
+  } else {
+    ur = msgpack_unpack_next(unpacked, data, len, &off);
+  }
   if (ur == MSGPACK_UNPACK_NOMEM_ERROR) return -ENOMEM;
   if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
     return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
@@ -308,4 +315,34 @@ int proto_sbuffer_reserve(msgpack_sbuffer *sb, size_t more) {
   sb->data = p;
   sb->alloc = sb->size + more;
   return 0;
+}
+
+msgpack_zone *proto_zone_new(uint64_t objects, size_t extra) {
+  msgpack_zone *z;
+  size_t chunk;
+  if (objects > (SIZE_MAX - extra) / sizeof(msgpack_object)) return NULL;
+  chunk = (size_t)objects * sizeof(msgpack_object) + extra;
+  /* msgpack_zone_new would allocate chunk bytes twice (once beside the
+   * zone, unused); init a zone of our own instead. */
+  z = malloc(sizeof(*z));
+  if (!z) return NULL;
+  if (!msgpack_zone_init(z, chunk ? chunk : 64)) {
+    free(z);
+    return NULL;
+  }
+  return z;
+}
+
+/* msgpack-c's chunk header (zone.c): the next chunk, then the bytes. */
+typedef struct zone_chunk {
+  struct zone_chunk *next;
+} zone_chunk_t;
+
+size_t proto_zone_bytes(const msgpack_zone *z) {
+  size_t bytes;
+  if (!z) return 0;
+  bytes = malloc_usable_size((void *)(uintptr_t)z) + sizeof(size_t);
+  for (const zone_chunk_t *c = (const zone_chunk_t *)z->chunk_list.head; c; c = c->next)
+    bytes += malloc_usable_size((void *)(uintptr_t)c) + sizeof(size_t);
+  return bytes;
 }

@@ -73,9 +73,22 @@ typedef struct proto_envelope {
  * The structure is checked again here (depth, claims against len), so
  * data need not have come through a proto_reader, but the reader is what
  * stops an oversized message before it is buffered whole.
- * May also return -ENOMEM (msgpack-c could not allocate its zone). */
+ * May also return -ENOMEM (msgpack-c could not allocate its zone).
+ * When unpacked->zone is already set (proto_zone_new), the objects are
+ * decoded into it; else msgpack-c makes one of its default size (8 KiB
+ * twice over). */
 int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
                  proto_envelope_t *ret_env, pto_error_t *ret_err);
+
+/* A zone for proto_decode sized for `objects` decoded objects and `extra`
+ * bytes more (what decoding params adds), freed by msgpack_zone_free (or
+ * msgpack_unpacked_destroy once it is unpacked->zone).  NULL: no memory. */
+msgpack_zone *proto_zone_new(uint64_t objects, size_t extra);
+
+/* The heap bytes z takes: the zone and each of its chunks (msgpack-c's
+ * chunks start with the pointer to the next one, as in every release since
+ * 0.5; the zone itself is not opaque), with malloc_usable_size. */
+size_t proto_zone_bytes(const msgpack_zone *z);
 
 /* Whether the envelope's method is `name` (a NUL-terminated string). */
 bool proto_envelope_method_is(const proto_envelope_t *env, const char *name);

@@ -440,6 +440,10 @@ typedef struct pto_status {
   struct {
     uint64_t input, output; /* bytes the daemon holds for all its clients together */
     uint64_t limit;         /* its clients_memory budget */
+    struct {
+      uint64_t input_limit, output_limit; /* each connection's bounds */
+      uint64_t most_input, most_output;   /* the most one connection holds now */
+    } per_connection;                     /* added in 1.1 (0 from an older daemon) */
   } client_memory;
   struct {
     uint64_t regions, bytes; /* shared-memory regions mapped for all clients together */

@@ -28,6 +28,25 @@ def honest_ping(daemon, timeout=60):
 SCALE = max(1, int(os.environ.get("PTOD_ADVERSARY_SCALE", "1") or "1"))
 
 
+def rss_bound_kib(counted_kib, slack_kib=16 * 1024):
+    """The most the daemon's RSS may grow for counted_kib of memory counted:
+    the issue's target, 1.25 x + 16 MiB (slack_kib), in a plain build.  A
+    sanitizer's own memory grows with the daemon's: ASan's quarantine (16 MiB
+    with rss_env()), redzones and shadow add up to 48 MiB more here; TSan's
+    shadow takes several times what it shadows."""
+    bound = 1.25 * counted_kib + slack_kib
+    if "thread" in harness.sanitizer():
+        return 8 * bound
+    if harness.sanitizer():
+        return bound + 48 * 1024
+    return bound
+
+
+# Whether memory freed goes back to the system at all: a sanitizer's
+# allocator keeps it.
+RSS_GIVEN_BACK = not harness.sanitizer()
+
+
 class HonestPinger:
     """An honest client on its own connection that pings the daemon again
     and again from start() to stop(), in a thread: `latencies` (seconds)

@@ -329,7 +329,21 @@ START_TEST(answer_fills_the_public_struct) {
   ck_assert_uint_eq(st->client_memory.input, 31);
   ck_assert_uint_eq(st->client_memory.output, 32);
   ck_assert_uint_eq(st->client_memory.limit, 33);
+  /* A daemon before the memory model sends no per_connection: left 0. */
+  ck_assert_uint_eq(st->client_memory.per_connection.input_limit, 0);
   ck_assert_int_eq(pto_client_device(f.c), 2);
+  pto_result_free(st);
+
+  msgid = send_req(&req);
+  answer_status(msgid, QUEUE,
+                ", \"clients\": 3, \"client_memory\": {\"input\": 31, \"output\": 32, \"limit\": "
+                "33, \"per_connection\": {\"input_limit\": 41, \"output_limit\": 42, "
+                "\"most_input\": 43, \"most_output\": 44}}");
+  st = wait_ok(msgid);
+  ck_assert_uint_eq(st->client_memory.per_connection.input_limit, 41);
+  ck_assert_uint_eq(st->client_memory.per_connection.output_limit, 42);
+  ck_assert_uint_eq(st->client_memory.per_connection.most_input, 43);
+  ck_assert_uint_eq(st->client_memory.per_connection.most_output, 44);
   pto_result_free(st);
 }
 END_TEST

@@ -684,6 +684,10 @@ START_TEST(status_result) {
   s->client_memory.input = 65536;
   s->client_memory.output = 29;
   s->client_memory.limit = 2ull << 30;
+  s->client_memory.per_connection.input_limit = 256u << 20;
+  s->client_memory.per_connection.output_limit = 1u << 20;
+  s->client_memory.per_connection.most_input = 4096;
+  s->client_memory.per_connection.most_output = 29;
   results_round_trip(PROTO_M_STATUS, &r,
                      "{\"device\": 0, \"platform\": \"sim\", \"version\": \"0.1.0\", "
                      "\"uptime_s\": 12, \"state\": \"ready\", \"queue\": {\"depth\": 1, "
@@ -691,9 +695,13 @@ START_TEST(status_result) {
                      ", \"memory\": {\"limit\": 8589934592, \"arena\": 1073741824, "
                      "\"buffers\": 4096, \"free\": 7516188672}, \"dispatches\": {\"ok\": 6, "
                      "\"failed\": 1, \"rejected\": 2}, \"clients\": 3, \"client_memory\": "
-                     "{\"input\": 65536, \"output\": 29, \"limit\": 2147483648}}",
+                     "{\"input\": 65536, \"output\": 29, \"limit\": 2147483648, "
+                     "\"per_connection\": {\"input_limit\": 268435456, \"output_limit\": "
+                     "1048576, \"most_input\": 4096, \"most_output\": 29}}}",
                      &back);
   ck_assert_uint_eq(back.status.client_memory.limit, 2ull << 30);
+  ck_assert_uint_eq(back.status.client_memory.per_connection.output_limit, 1u << 20);
+  ck_assert_uint_eq(back.status.client_memory.per_connection.most_input, 4096);
   ck_assert_int_eq(back.status.arena.prewarm.first_dispatch_hit, PROTO_UNSET);
   ck_assert_uint_eq(back.status.arena.key, UINT64_C(0x0123456789abcdef));
   ck_assert_uint_eq(back.status.arena.sizing.value[HEAP][3], 256u << 20);

@@ -37,6 +37,35 @@ static const char *printed(const msgpack_sbuffer *sb) {
   return mb_print_bytes(sb->data, sb->size, buf, sizeof(buf));
 }
 
+/* A zone sized by the caller: the message decodes into it, and
+ * proto_zone_bytes counts it and every chunk it grew (daemon/request.c
+ * charges a pending request with it). */
+START_TEST(decode_into_a_sized_zone) {
+  msg_t m;
+  msgpack_zone *z;
+  size_t first;
+  m.sb = mb_build("[0, 3, \"status\", [{\"a\": 1, \"b\": [1, 2, 3]}]]");
+  msgpack_unpacked_init(&m.up);
+  z = proto_zone_new(12, 64);
+  ck_assert_ptr_nonnull(z);
+  first = proto_zone_bytes(z);
+  ck_assert_uint_ge(first, sizeof(*z) + 12 * sizeof(msgpack_object) + 64);
+  ck_assert_uint_lt(first, 1024); /* not msgpack-c's 2 x 8 KiB */
+  m.up.zone = z;
+  m.rc = proto_decode(m.sb.data, m.sb.size, &m.up, &m.env, &m.err);
+  ck_assert_int_eq(m.rc, 0);
+  ck_assert_ptr_eq(m.up.zone, z);
+  ck_assert_uint_eq(m.env.msgid, 3);
+  ck_assert_int_eq(m.env.params->type, MSGPACK_OBJECT_MAP);
+  ck_assert_uint_eq(m.env.params->via.map.ptr[1].val.via.array.size, 3);
+  ck_assert_uint_eq(proto_zone_bytes(z), first); /* it fit */
+  ck_assert_ptr_nonnull(msgpack_zone_malloc(z, 4096));
+  ck_assert_uint_ge(proto_zone_bytes(z), first + 4096); /* a chunk more, counted */
+  ck_assert_uint_eq(proto_zone_bytes(NULL), 0);
+  msg_free(&m);
+}
+END_TEST
+
 START_TEST(request_round_trip) {
   msg_t m;
   msgpack_packer pk;
@@ -408,6 +437,7 @@ static Suite *rpc_suite(void) {
   tcase_add_loop_test(tc, classification, 0, (int)(sizeof(bad_messages) / sizeof(bad_messages[0])));
   tcase_add_test(tc, depth_33_unparseable);
   tcase_add_test(tc, reserve_then_pack_does_not_reallocate);
+  tcase_add_test(tc, decode_into_a_sized_zone);
   tcase_add_test(tc, describe_values);
   suite_add_tcase(s, tc);
   return s;

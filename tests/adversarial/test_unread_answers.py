@@ -1,0 +1,139 @@
+"""Unread answers and pending requests (issue 18, item 1): a client pipelines
+requests and never reads what comes back.
+
+The daemon must count what it really holds for such a client — each answer
+at its allocated size, each pending request with its decoded form — so that
+output_limit, input_limit and clients_memory bound the daemon's memory, not
+a fraction of it.  On 934b52e every ping answer was an 8 KiB sbuffer counted
+by its ~70-byte length, and every pending request held msgpack-c's two
+8 KiB zone chunks counted as its wire bytes: RSS grew 10-75x what status
+counted.
+"""
+
+import socket
+import time
+
+import msgpack
+
+from adversary import *  # noqa: F401,F403
+
+KIB = 1024
+MIB = 1 << 20
+
+
+def pipeline(path, method, params, count, first_id=1):
+    """A connection that sends `count` requests and reads nothing.  Returns
+    the socket, and whether the daemon cut it off while it was sending."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(120)
+    sock.connect(path)
+    body = [] if params is None else [params]
+    batch = b"".join(msgpack.packb([0, first_id + i, method, body], use_bin_type=True)
+                     for i in range(count))
+    try:
+        sock.sendall(batch)
+    except (BrokenPipeError, ConnectionResetError):
+        return sock, True
+    return sock, False
+
+
+class UnreadPings(DaemonTest):
+    OUTPUT_LIMIT = MIB * SCALE
+
+    def test_unread_pings_cost_what_is_counted(self):
+        """Pings pipelined without reading: the attacker is cut at
+        output_limit, the daemon's RSS grows by about what that limit
+        counts, not 73 times it, and is back within 32 MiB of rest 5 s
+        after."""
+        d = self.daemon(config={"daemon": {"output_limit": str(self.OUTPUT_LIMIT)}},
+                        env=rss_env())
+        honest = HonestPinger(d).start()
+        rest = vmrss_kib(d.pid)
+        sampler = RssSampler(d.pid).start()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(120)
+        sock.connect(d.socket)
+        batch = b"".join(msgpack.packb([0, i, "ping", []]) for i in range(20000))
+        cut = False
+        try:
+            for _ in range(1000):  # a bound, not a figure: ~1.4 GiB of answers
+                sock.sendall(batch)
+        except (BrokenPipeError, ConnectionResetError):
+            cut = True
+        finally:
+            sampler.stop()
+            sock.close()
+            honest.stop()
+        self.assertTrue(cut, "the attacker was never disconnected")
+        wait_until(lambda: "output_limit %d" % self.OUTPUT_LIMIT in d.read_log(),
+                   what="the output_limit disconnect to be logged")
+        growth = sampler.peak - rest
+        counted = self.OUTPUT_LIMIT // KIB
+        time.sleep(5)  # the target: RSS back 5 s after the attacker left
+        after = vmrss_kib(d.pid)
+        report(self, "unread-pings", rss_growth_kib=growth, counted_kib=counted,
+               rss_after_kib=after, rss_rest_kib=rest, honest_p99_ms="%.1f" % honest.p99_ms(),
+               honest_errors=len(honest.errors))
+        if RSS_GIVEN_BACK:
+            self.assertLessEqual(after, rest + 32 * KIB)
+        self.assertEqual(honest.errors, [])
+        self.assertTrue(honest.latencies, "the honest client was never answered")
+        self.assertLessEqual(growth, rss_bound_kib(counted),
+                             "RSS grew %d KiB for %d KiB counted" % (growth, counted))
+
+
+class PendingDispatches(DaemonTest):
+    CONNECTIONS = 32 * SCALE
+    EACH = 1024
+
+    def test_pending_requests_cost_what_is_counted_and_go_back(self):
+        """32 connections pipeline 1024 no-op dispatches each behind a held
+        device, reading nothing: the daemon's RSS grows by about what status
+        counts as client input, and 5 s after they leave it is back within
+        32 MiB of where it was."""
+        d = self.daemon(config={"daemon": {"queue_depth": "65536"}}, env=rss_env())
+        honest = HonestPinger(d).start()
+        base = d.status()["client_memory"]["input"]
+        rest = vmrss_kib(d.pid)
+        total = self.CONNECTIONS * self.EACH
+        with d.client() as holder:
+            hold_device(d, holder, task_us=10000000)
+            sockets = [pipeline(d.socket, "dispatch", noop(), self.EACH)[0]
+                       for _ in range(self.CONNECTIONS)]
+            wait_until(lambda: d.status()["queue"]["depth"] >= total,
+                       what="every dispatch to be queued")
+            memory = d.status()["client_memory"]
+            counted = (memory["input"] - base) // KIB
+            growth = vmrss_kib(d.pid) - rest
+            # Shown per connection too: each attacker holds its share.
+            self.assertEqual(memory["per_connection"]["input_limit"], 256 * MIB)
+            self.assertGreaterEqual(memory["per_connection"]["most_input"],
+                                    0.9 * counted * KIB / self.CONNECTIONS)
+            samples, _ = parse_prometheus(d.call("metrics"))
+            self.assertGreaterEqual(
+                metric(samples, "ptod_client_connection_held_max_bytes", use="input"),
+                0.9 * counted * KIB / self.CONNECTIONS)
+            for s in sockets:
+                s.close()
+            wait_until(lambda: d.status()["queue"]["depth"] == 0, timeout=120,
+                       what="the queue to empty")
+        # (The honest pinger's own request may be in flight: a few bytes.)
+        wait_until(lambda: d.status()["client_memory"]["input"] <= base + 64 * KIB, timeout=60,
+                   what="the attackers' requests to be released")
+        time.sleep(5)  # the target: RSS back 5 s after the attacker left
+        after = vmrss_kib(d.pid)
+        honest.stop()
+        report(self, "pending-dispatches", rss_growth_kib=growth, counted_kib=counted,
+               rss_after_kib=after, rss_rest_kib=rest,
+               honest_p99_ms="%.1f" % honest.p99_ms(), honest_errors=len(honest.errors))
+        self.assertEqual(honest.errors, [])
+        self.assertTrue(honest.latencies, "the honest client was never answered")
+        self.assertLessEqual(growth, rss_bound_kib(counted),
+                             "RSS grew %d KiB for %d KiB counted" % (growth, counted))
+        if RSS_GIVEN_BACK:
+            self.assertLessEqual(after, rest + 32 * KIB,
+                                 "RSS %d KiB 5 s after the burst, %d KiB before" % (after, rest))
+
+
+if __name__ == "__main__":
+    main()
