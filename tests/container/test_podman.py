@@ -113,8 +113,12 @@ def build_image(tag, *args):
 
 
 def inode(path):
+    """Which file is at path: its inode number and change time, since a
+    file system may give a new socket the number of one just removed (ext4
+    does, under a container's bind-mounted run directory)."""
     try:
-        return os.stat(path).st_ino
+        st = os.stat(path)
+        return (st.st_ino, st.st_ctime_ns)
     except FileNotFoundError:
         return None
 
