@@ -187,13 +187,31 @@ static void turn_loop(int n) {
   }
 }
 
+/* Turn the loop until the daemon has read n requests: each is queued,
+ * running or finished (a fixed number of turns is not enough on a loaded
+ * machine, where the loop may read a pipeline over many turns). */
+static void turn_until_read(uint32_t n) {
+  uint64_t end = now_ms() + 20000;
+  dsp_stats_t st;
+  for (;;) {
+    dsp_get_stats(d->dsp, &st);
+    if (st.depth + st.running + atomic_load(&d->dispatches_ok) +
+            atomic_load(&d->dispatches_rejected) >= n ||
+        now_ms() >= end)
+      break;
+    turn_loop(1);
+  }
+  ck_assert_uint_ge(st.depth + st.running + atomic_load(&d->dispatches_ok) +
+                        atomic_load(&d->dispatches_rejected), n);
+}
+
 START_TEST(connections_take_turns) {
   client_t c[2];
   int heavy_after = 0, seen_light = 0, at_light;
   client_open(&c[0]);
   client_open(&c[1]);
   for (uint32_t i = 1; i <= 16; i++) send_noop(&c[0], i, 20000);
-  turn_loop(5);
+  turn_until_read(16);
   collect(&c[0], 0);
   at_light = nanswers; /* heavy answers before the light ones were sent */
   for (uint32_t i = 1; i <= 3; i++) send_noop(&c[1], 100 + i, 0);
@@ -245,7 +263,7 @@ START_TEST(closed_connection_drops_what_waits) {
   client_open(&c[0]);
   client_open(&c[1]);
   for (uint32_t i = 1; i <= 20; i++) send_noop(&c[0], i, 20000);
-  turn_loop(5);
+  turn_until_read(20);
   client_close(&c[0]);
   send_noop(&c[1], 1, 0);
   run_until(&c[1], 1, 1);
@@ -263,7 +281,7 @@ START_TEST(drain_answers_waiting_requests) {
   int down = 0;
   client_open(&c);
   for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 20000);
-  turn_loop(5);
+  turn_until_read(10);
   atomic_store(&d->state, PTOD_DRAINING);
   dsp_drain(d->dsp);
   run_until(&c, 1, 10);
