@@ -12,12 +12,10 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import unittest
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
