@@ -1200,6 +1200,17 @@ static void run_free(run_t *r) {
   free(r->err);
 }
 
+/* `ptod --check-config path` with envp, which must find the configuration
+ * bad: exit 78, nothing on stdout.  The caller checks stderr. */
+static run_t check_config_fails(const char *path, const char *const envp[]) {
+  const char *argv[] = {PTOD, "--check-config", path, NULL};
+  run_t r = run_ptod(argv, envp);
+  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d: %s", r.status,
+                r.err);
+  ck_assert_str_eq(r.out, "");
+  return r;
+}
+
 START_TEST(check_config_good_file) {
   write_text(conf_path, "[ring]\nheap = 512M\n[prewarm]\ntask_window = 256\n");
   const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
@@ -1222,11 +1233,8 @@ END_TEST
 
 START_TEST(check_config_bad_file) {
   write_text(conf_path, "# ptod\n[ring]\nheap = 1000\n");
-  const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
   const char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-  run_t r = run_ptod(argv, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
-  ck_assert_str_eq(r.out, "");
+  run_t r = check_config_fails(conf_path, envp);
   char want[512];
   snprintf(want, sizeof(want),
            "ptod: %s:3: [ring] heap = 1000: ring_heap must be a power of 2 >= 1024 (bytes per "
@@ -1238,9 +1246,7 @@ START_TEST(check_config_bad_file) {
   /* a missing file is a configuration error too */
   char missing[160];
   snprintf(missing, sizeof(missing), "%s/missing.conf", dir);
-  const char *argv2[] = {PTOD, "--check-config", missing, NULL};
-  r = run_ptod(argv2, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
+  r = check_config_fails(missing, envp);
   ck_assert_ptr_nonnull(strstr(r.err, "No such file or directory"));
   run_free(&r);
 }
@@ -1248,11 +1254,8 @@ END_TEST
 
 START_TEST(check_config_bad_environment) {
   write_text(conf_path, "[ring]\nheap = 512M\n");
-  const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
   const char *envp[] = {"PATH=/usr/bin:/bin", "PTO2_RING_HEAP=1000", NULL};
-  run_t r = run_ptod(argv, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
-  ck_assert_str_eq(r.out, "");
+  run_t r = check_config_fails(conf_path, envp);
   const char *want =
       "ptod: PTO2_RING_HEAP: ring_heap must be a power of 2 >= 1024 (bytes per "
       "ring), got 1000\n";
@@ -1260,8 +1263,7 @@ START_TEST(check_config_bad_environment) {
   run_free(&r);
 
   const char *envp2[] = {"PTO2_RING_TASK_WINDOW=64,64,64", NULL};
-  r = run_ptod(argv, envp2);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
+  r = check_config_fails(conf_path, envp2);
   ck_assert_ptr_nonnull(strstr(r.err,
                                "ptod: PTO2_RING_TASK_WINDOW: ring_task_window must have "
                                "exactly 4 entries (one per scope-depth ring), got 3\n"));
@@ -1272,11 +1274,8 @@ END_TEST
 /* Every problem of the file, one message each, then the environment's. */
 START_TEST(check_config_reports_every_problem) {
   write_text(conf_path, "[daemon]\nmax_clients = 0\nbogus = 1\n[ring]\nheap = 1000\njunk\n");
-  const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
   const char *envp[] = {"PATH=/usr/bin:/bin", "PTO2_RING_HEAP=1000", NULL};
-  run_t r = run_ptod(argv, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
-  ck_assert_str_eq(r.out, "");
+  run_t r = check_config_fails(conf_path, envp);
   char want[2048];
   snprintf(want, sizeof(want),
            "ptod: %s:2: [daemon] max_clients = 0: expected an integer from 1 to 65536.\n"
