@@ -472,34 +472,81 @@ typedef struct load {
   const char *data;
   size_t size, pos;
   int lineno;
-  /* the first error */
-  int err_line;
-  why_t why;
-  char err_key[64];
-  char err_prefix[256 + CFG_LINE_MAX]; /* "[section] key = value" or "" */
-  int first_line[CFG_KEYS_MAX];           /* where each key was set, 0 = not yet */
+  /* A line inih should hand to on_key as a key = value: unless on_key
+   * takes it before the next line is read, inih found no key in it. */
+  int pending_line;
+  char pending_text[81];
+  bool skip_section; /* in a section whose bad header was reported */
+  /* Every problem goes to report; the first is cfg_load's error. */
+  unsigned problems;
+  pto_error_t first;
+  cfg_problem_fn *report;
+  void *user;
+  char err_prefix[256 + CFG_LINE_MAX]; /* "[section] key = value: " */
+  int first_line[CFG_KEYS_MAX];        /* where each key was set, 0 = not yet */
 } load_t;
 
-static void fail_at(load_t *ld, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fail_at(load_t *ld, const char *key, const char *fmt, ...) {
-  if (ld->err_line) return;
-  ld->err_line = ld->lineno;
-  snprintf(ld->err_key, sizeof(ld->err_key), "%s", key);
+static void problem(load_t *ld, const pto_error_t *p) {
+  if (ld->problems++ == 0) ld->first = *p;
+  if (ld->report && ld->problems <= CFG_PROBLEMS_SHOWN) ld->report(p, ld->user);
+}
+
+/* A problem of a line: "PATH:LINE: text", with its key and hint. */
+static void fail_at(load_t *ld, int line, const char *key, const char *hint, const char *fmt,
+                    ...) __attribute__((format(printf, 5, 6)));
+static void fail_at(load_t *ld, int line, const char *key, const char *hint, const char *fmt,
+                    ...) {
+  char text[sizeof(ld->first.message)];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ld->why.text, sizeof(ld->why.text), fmt, ap);
+  vsnprintf(text, sizeof(text), fmt, ap);
   va_end(ap);
+  pto_error_t p;
+  pto_error_clear(&p);
+  pto_error_set(&p, PTO_E_INVALID_CONFIG, "%s:%d: %s", ld->path, line, text);
+  snprintf(p.key, sizeof(p.key), "%s", key);
+  snprintf(p.hint, sizeof(p.hint), "%s", hint);
+  problem(ld, &p);
+}
+
+static void syntax_error(load_t *ld, int line, const char *text, size_t len) {
+  fail_at(ld, line, "", "",
+          "expected a [section] header, a key = value line or a comment, got \"%.*s\".",
+          (int)(len > 80 ? 80 : len), text);
+}
+
+/* The pending line was no key = value line after all. */
+static void flush_pending(load_t *ld) {
+  if (!ld->pending_line) return;
+  syntax_error(ld, ld->pending_line, ld->pending_text, strlen(ld->pending_text));
+  ld->pending_line = 0;
+}
+
+/* A [section] header: an unknown or unclosed one is reported here, and the
+ * keys under it are not (inih would never show the handler a header with
+ * no keys, nor stop on one that is unclosed). */
+static void check_header(load_t *ld, const char *str) {
+  const char *close = strchr(str, ']');
+  if (!close) {
+    syntax_error(ld, ld->lineno, str, strlen(str));
+  } else if (!section_known(str + 1, (size_t)(close - str - 1))) {
+    fail_at(ld, ld->lineno, "", "",
+            "unknown section [%.*s]; the sections are [daemon], [device], [metrics], "
+            "[ring] and [prewarm].",
+            (int)(close - str - 1), str + 1);
+  }
+  ld->skip_section = !close || !section_known(str + 1, (size_t)(close - str - 1));
 }
 
 /* inih's fgets: one line at a time, so the handler knows the line number.
  * Leading blanks are dropped (inih would read an indented line as the
- * continuation of the previous value), overlong lines and NUL bytes stop the
- * parse with an error, and so does a header naming an unknown section, which
- * inih would never show the handler if it has no keys. */
+ * continuation of the previous value); an overlong line or one with a NUL
+ * byte is reported and read as a blank one, so the lines after it are
+ * checked too. */
 static char *read_line(char *str, int num, void *stream) {
   load_t *ld = stream;
-  if (ld->err_line || ld->pos >= ld->size || num < 2) return NULL;
+  flush_pending(ld);
+  if (ld->pos >= ld->size || num < 2) return NULL;
   const char *start = ld->data + ld->pos;
   const char *nl = memchr(start, '\n', ld->size - ld->pos);
   size_t raw = nl ? (size_t)(nl - start) : ld->size - ld->pos;
@@ -508,13 +555,15 @@ static char *read_line(char *str, int num, void *stream) {
   size_t len = raw;
   if (len > 0 && start[len - 1] == '\r') len--;
   size_t max = (size_t)num - 2 < CFG_LINE_MAX ? (size_t)num - 2 : CFG_LINE_MAX;
+  str[0] = '\0';
   if (len > max) {
-    fail_at(ld, "", "the line is %zu characters long; lines are at most %zu.", len, max);
-    return NULL;
+    fail_at(ld, ld->lineno, "", "", "the line is %zu characters long; lines are at most %zu.", len,
+            max);
+    return str;
   }
   if (memchr(start, '\0', len)) {
-    fail_at(ld, "", "the line holds a NUL byte; the file must be text.");
-    return NULL;
+    fail_at(ld, ld->lineno, "", "", "the line holds a NUL byte; the file must be text.");
+    return str;
   }
   size_t skip = 0;
   if (ld->lineno == 1 && len >= 3 && memcmp(start, "\xEF\xBB\xBF", 3) == 0) skip = 3;
@@ -522,36 +571,28 @@ static char *read_line(char *str, int num, void *stream) {
   memcpy(str, start + skip, len - skip);
   str[len - skip] = '\0';
   if (str[0] == '[') {
-    const char *close = strchr(str, ']');
-    if (close && !section_known(str + 1, (size_t)(close - str - 1))) {
-      fail_at(ld, "",
-              "unknown section [%.*s]; the sections are [daemon], [device], [metrics], "
-              "[ring] and [prewarm].",
-              (int)(close - str - 1), str + 1);
-      return NULL;
-    }
+    check_header(ld, str);
+  } else if (str[0] != '\0' && str[0] != ';' && str[0] != '#') {
+    ld->pending_line = ld->lineno;
+    snprintf(ld->pending_text, sizeof(ld->pending_text), "%s", str);
   }
   return str;
 }
 
+/* Every problem is reported and the parse goes on (1), so the lines after
+ * it are checked too. */
 static int on_key(void *user, const char *section, const char *name, const char *value) {
   load_t *ld = user;
-  if (ld->err_line) return 0;
+  ld->pending_line = 0;
+  if (ld->skip_section) return 1;
   if (section[0] == '\0') {
-    fail_at(ld, name,
+    fail_at(ld, ld->lineno, name, "",
             "%s = %s: a key outside any section; put it under [daemon], [device], [metrics], "
             "[ring] or [prewarm].",
             name, value);
-    return 0;
+    return 1;
   }
   snprintf(ld->err_prefix, sizeof(ld->err_prefix), "[%s] %s = %s: ", section, name, value);
-  if (!section_known(section, strlen(section))) {
-    fail_at(ld, section,
-            "%sunknown section [%s]; the sections are [daemon], [device], [metrics], [ring] and "
-            "[prewarm].",
-            ld->err_prefix, section);
-    return 0;
-  }
   char key_id[64];
   snprintf(key_id, sizeof(key_id), "%s.%s", section, name);
   const cfg_key_t *k = cfg_key_find(section, name);
@@ -562,38 +603,22 @@ static int on_key(void *user, const char *section, const char *name, const char 
     for (size_t i = 0; i < KEY_COUNT; i++)
       if (strcmp(key_table[i].section, section) == 0)
         append(known, sizeof(known), &pos, "%s%s", pos ? ", " : "", key_table[i].name);
-    fail_at(ld, key_id, "%sunknown key; the keys of [%s] are %s.", ld->err_prefix, section, known);
-    return 0;
+    fail_at(ld, ld->lineno, key_id, "", "%sunknown key; the keys of [%s] are %s.", ld->err_prefix,
+            section, known);
+    return 1;
   }
   size_t idx = (size_t)(k - key_table);
   if (ld->first_line[idx]) {
-    fail_at(ld, key_id, "%salready set on line %d; keep one of the two.", ld->err_prefix,
-            ld->first_line[idx]);
-    return 0;
+    fail_at(ld, ld->lineno, key_id, "", "%salready set on line %d; keep one of the two.",
+            ld->err_prefix, ld->first_line[idx]);
+    return 1;
   }
   ld->first_line[idx] = ld->lineno;
   why_t why;
   why.text[0] = why.hint[0] = '\0';
-  if (parse_value(k, value, (char *)&ld->cfg + k->offset, &why) < 0) {
-    fail_at(ld, key_id, "%s%s", ld->err_prefix, why.text);
-    snprintf(ld->why.hint, sizeof(ld->why.hint), "%s", why.hint);
-    return 0;
-  }
+  if (parse_value(k, value, (char *)&ld->cfg + k->offset, &why) < 0)
+    fail_at(ld, ld->lineno, key_id, why.hint, "%s%s", ld->err_prefix, why.text);
   return 1;
-}
-
-/* The text of line n of the file, for a syntax error inih found. */
-static void nth_line(const load_t *ld, int n, const char **ret, size_t *ret_len) {
-  const char *p = ld->data, *end = ld->data + ld->size;
-  for (int i = 1; i < n && p < end; i++) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    p = nl ? nl + 1 : end;
-  }
-  const char *nl = memchr(p, '\n', (size_t)(end - p));
-  size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-  if (len > 0 && p[len - 1] == '\r') len--;
-  *ret = p;
-  *ret_len = len;
 }
 
 /* The config file, opened so that nothing at the path can make us wait:
@@ -671,7 +696,24 @@ static int fill_socket(cfg_t *cfg, const char *path, pto_error_t *err) {
   return 0;
 }
 
-int cfg_load(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err) {
+/* Parse the file's text in ld->data over the defaults, reporting every
+ * problem. */
+static void parse(load_t *ld) {
+  cfg_defaults(&ld->cfg);
+  ld->cfg.daemon.socket[0] = '\0'; /* filled once the device id is known */
+  int parse_rc = ini_parse_stream(read_line, ld, on_key, ld);
+  flush_pending(ld);
+  if (parse_rc != 0 && !ld->problems) {
+    /* inih stopped on something read_line and on_key let through */
+    pto_error_t p;
+    pto_error_set(&p, PTO_E_INVALID_CONFIG, "Cannot parse %s (inih error %d).", ld->path,
+                  parse_rc);
+    problem(ld, &p);
+  }
+}
+
+int cfg_load_report(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err, cfg_problem_fn *report,
+                    void *user) {
   if (!path) {
     cfg_t cfg;
     cfg_defaults(&cfg);
@@ -682,48 +724,38 @@ int cfg_load(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err) {
   }
   load_t *ld = calloc(1, sizeof(*ld));
   if (!ld) return pto_error_set(ret_err, PTO_E_INVALID_CONFIG, "Out of memory reading %s.", path);
-  char *data = NULL;
-  int rc = read_file(path, &data, &ld->size, ret_err);
-  if (rc < 0) {
-    free(ld);
-    return rc;
-  }
   ld->path = path;
-  ld->data = data;
-  cfg_defaults(&ld->cfg);
-  ld->cfg.daemon.socket[0] = '\0'; /* filled once the device id is known */
-
-  int parse_rc = ini_parse_stream(read_line, ld, on_key, ld);
-  if (parse_rc > 0 && (!ld->err_line || parse_rc < ld->err_line)) {
-    const char *text;
-    size_t len;
-    nth_line(ld, parse_rc, &text, &len);
-    while (len > 0 && (*text == ' ' || *text == '\t')) {
-      text++;
-      len--;
-    }
-    pto_error_set(ret_err, PTO_E_INVALID_CONFIG,
-                  "%s:%d: expected a [section] header, a key = value line or a comment, got "
-                  "\"%.*s\".",
-                  path, parse_rc, (int)(len > 80 ? 80 : len), text);
-    rc = -PTO_E_INVALID_CONFIG;
-  } else if (ld->err_line) {
-    pto_error_set(ret_err, PTO_E_INVALID_CONFIG, "%s:%d: %s", path, ld->err_line, ld->why.text);
-    if (ret_err) {
-      snprintf(ret_err->key, sizeof(ret_err->key), "%s", ld->err_key);
-      snprintf(ret_err->hint, sizeof(ret_err->hint), "%s", ld->why.hint);
-    }
-    rc = -PTO_E_INVALID_CONFIG;
-  } else if (parse_rc < 0) {
-    rc = pto_error_set(ret_err, PTO_E_INVALID_CONFIG, "Cannot parse %s (inih error %d).", path,
-                       parse_rc);
+  ld->report = report;
+  ld->user = user;
+  pto_error_t e;
+  pto_error_clear(&e);
+  char *data = NULL;
+  if (read_file(path, &data, &ld->size, &e) < 0) {
+    problem(ld, &e);
   } else {
-    rc = fill_socket(&ld->cfg, path, ret_err);
-    if (rc == 0) *ret_cfg = ld->cfg;
+    ld->data = data;
+    parse(ld);
+  }
+  if (!ld->problems && fill_socket(&ld->cfg, path, &e) < 0) problem(ld, &e);
+  if (report && ld->problems > CFG_PROBLEMS_SHOWN) {
+    pto_error_set(&e, PTO_E_INVALID_CONFIG, "%s: %u more problems not shown.", path,
+                  ld->problems - CFG_PROBLEMS_SHOWN);
+    report(&e, user);
+  }
+  int rc = 0;
+  if (ld->problems) {
+    if (ret_err) *ret_err = ld->first;
+    rc = -PTO_E_INVALID_CONFIG;
+  } else {
+    *ret_cfg = ld->cfg;
   }
   free(data);
   free(ld);
   return rc;
+}
+
+int cfg_load(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err) {
+  return cfg_load_report(path, ret_cfg, ret_err, NULL, NULL);
 }
 
 /* ---- sizings, print, diff ------------------------------------------------ */

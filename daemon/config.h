@@ -174,6 +174,19 @@ void cfg_defaults(cfg_t *ret_cfg);
  * on success. */
 int cfg_load(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err);
 
+/* One problem cfg_load_report found: the message ("FILE:LINE: [section]
+ * key = value: why"), the key it concerns and a hint, as cfg_load's ret_err
+ * has them. */
+typedef void cfg_problem_fn(const pto_error_t *problem, void *user);
+
+/* cfg_load that reports every problem of the file, not only the first:
+ * each one to report (may be NULL), in file order, on the calling thread,
+ * before it returns; past CFG_PROBLEMS_SHOWN of them, one last message
+ * counts the rest.  ret_err gets the first, as from cfg_load. */
+#define CFG_PROBLEMS_SHOWN 100
+int cfg_load_report(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err, cfg_problem_fn *report,
+                    void *user);
+
 /* The baseline sizing (env over [ring] over the defaults) and the prewarm
  * sizing ([prewarm] over that, its entries carrying PTO_SOURCE_REQUEST: the
  * prewarm plays the first request).  env is the PTO2_RING_* level

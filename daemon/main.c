@@ -33,6 +33,11 @@ static void print_error(const pto_error_t *err) {
   if (err->hint[0]) fprintf(stderr, "ptod: %s\n", err->hint);
 }
 
+static void print_problem(const pto_error_t *problem, void *user) {
+  (void)user;
+  print_error(problem);
+}
+
 /* --check-config: the file and the PTO2_RING_* environment, as start-up
  * would read them; every problem found is reported, then 78. */
 static int check_config(const char *path) {
@@ -41,10 +46,7 @@ static int check_config(const char *path) {
   pto_error_t err;
   int bad = 0;
   pto_error_clear(&err);
-  if (cfg_load(path, &cfg, &err) < 0) {
-    print_error(&err);
-    bad = 1;
-  }
+  if (cfg_load_report(path, &cfg, &err, print_problem, NULL) < 0) bad = 1;
   pto_error_clear(&err);
   if (pto_sizing_from_environ(&env, &err) < 0) {
     print_error(&err);

@@ -86,8 +86,15 @@ static int bind_tcp(mhttp_t *h, const char *listen_on, pto_error_t *err) {
   if (h->fd < 0 || bind(h->fd, res->ai_addr, res->ai_addrlen) < 0) {
     rc = errno;
     freeaddrinfo(res);
-    return pto_error_set(err, PTO_E_INTERNAL, "Failed to bind the metrics endpoint '%s': %s.",
-                         listen_on, strerror(rc));
+    /* EAFNOSUPPORT is what systemd's RestrictAddressFamilies= answers for
+     * a family the unit does not list. */
+    const char *restricted = "";
+    if (rc == EAFNOSUPPORT)
+      restricted = " Under systemd, the unit's RestrictAddressFamilies= must allow AF_INET and "
+                   "AF_INET6 (ptod@.service does; `systemctl cat` shows a drop-in that narrows "
+                   "it), or listen on a Unix socket path instead.";
+    return pto_error_set(err, PTO_E_INTERNAL, "Failed to bind the metrics endpoint '%s': %s.%s",
+                         listen_on, strerror(rc), restricted);
   }
   freeaddrinfo(res);
   if (listen(h->fd, 64) < 0)

@@ -28,7 +28,7 @@ README = os.path.join(SOURCE, "README.md")
 NOT_RUN = {
     "scripts/run     # install what is missing, build, start ptod on its defaults (sim device 0)":
         "the quick start: it builds and serves in the foreground; CI runs scripts/test itself",
-    "scripts/deps                       # the build dependencies, if missing":
+    "scripts/deps --test                # what building and testing need, if missing":
         "builds and installs into /usr/local; test_install.py installs this build with --prefix",
 }
 

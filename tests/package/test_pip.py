@@ -56,6 +56,7 @@ class Pip(unittest.TestCase):
         self.assertIn("Name: ptoclient", show)
         self.assertIn("Version: %s" % VERSION, show)
         self.assertIn("Requires: msgpack", show)
+        self.assertIn("License: Apache-2.0", show)
 
         d = harness.Daemon()
         self.addCleanup(d.stop)

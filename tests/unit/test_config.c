@@ -606,6 +606,102 @@ START_TEST(syntax_errors) {
 }
 END_TEST
 
+/* What cfg_load_report passed to its report, one message a problem. */
+typedef struct reported {
+  unsigned n;
+  char messages[CFG_PROBLEMS_SHOWN + 1][sizeof(((pto_error_t *)0)->message)];
+  char hints[4][sizeof(((pto_error_t *)0)->hint)];
+} reported_t;
+
+static void collect(const pto_error_t *problem, void *user) {
+  reported_t *r = user;
+  ck_assert_uint_le(r->n, CFG_PROBLEMS_SHOWN);
+  snprintf(r->messages[r->n], sizeof(r->messages[0]), "%s", problem->message);
+  if (r->n < 4) snprintf(r->hints[r->n], sizeof(r->hints[0]), "%s", problem->hint);
+  r->n++;
+}
+
+START_TEST(report_every_problem) {
+  static reported_t r;
+  memset(&r, 0, sizeof(r));
+  char text[600] = "[daemon]\n"
+                   "max_clients = 0\n"    /* 2: a bad value */
+                   "bogus = 1\n"          /* 3: an unknown key */
+                   "[ring]\n"
+                   "heap = 1000\n"        /* 5: a bad value, with a hint */
+                   "heap = 2048\n"        /* 6: set twice */
+                   "junk\n"               /* 7: no key = value */
+                   "[nosuch]\n"           /* 8: an unknown section... */
+                   "x = 1\n"              /* ...whose keys are not reported again */
+                   "[device]\n"
+                   "# ";                  /* 11: too long */
+  size_t n = strlen(text);
+  memset(text + n, 'x', 300);
+  snprintf(text + n + 300, sizeof(text) - n - 300, "\ncores = 0\n"); /* 12: a bad value */
+  write_text(conf_path, text);
+  cfg_t cfg;
+  memset(&cfg, 0x5a, sizeof(cfg));
+  cfg_t untouched = cfg;
+  pto_error_t err;
+  ck_assert_int_eq(cfg_load_report(conf_path, &cfg, &err, collect, &r), -PTO_E_INVALID_CONFIG);
+  ck_assert_uint_eq(r.n, 8);
+  const int lines[] = {2, 3, 5, 6, 7, 8, 11, 12};
+  const char *const whats[] = {
+      "[daemon] max_clients = 0: expected an integer from 1 to 65536.",
+      "[daemon] bogus = 1: unknown key; the keys of [daemon] are socket,",
+      "[ring] heap = 1000: ring_heap must be a power of 2 >= 1024",
+      "[ring] heap = 2048: already set on line 5; keep one of the two.",
+      "expected a [section] header, a key = value line or a comment, got \"junk\".",
+      "unknown section [nosuch]; the sections are",
+      "the line is 302 characters long; lines are at most 196.",
+      "[device] cores = 0: ",
+  };
+  for (unsigned i = 0; i < r.n; i++) {
+    char want[512];
+    snprintf(want, sizeof(want), "%s:%d: %s", conf_path, lines[i], whats[i]);
+    ck_assert_msg(strncmp(r.messages[i], want, strlen(want)) == 0, "problem %u: %s", i,
+                  r.messages[i]);
+  }
+  ck_assert_str_eq(r.hints[2], "Use 1024 or a larger power of 2.");
+  /* cfg_load's error is the first; the configuration is not written */
+  ck_assert_str_eq(err.message, r.messages[0]);
+  ck_assert_str_eq(err.key, "daemon.max_clients");
+  ck_assert_mem_eq(&cfg, &untouched, sizeof(cfg));
+  pto_error_t first;
+  ck_assert_int_eq(load_text(text, &cfg, &first), -PTO_E_INVALID_CONFIG);
+  ck_assert_str_eq(first.message, err.message);
+
+  /* a good file reports nothing */
+  memset(&r, 0, sizeof(r));
+  write_text(conf_path, "[daemon]\nmax_clients = 8\n");
+  ck_assert_int_eq(cfg_load_report(conf_path, &cfg, &err, collect, &r), 0);
+  ck_assert_uint_eq(r.n, 0);
+  ck_assert_uint_eq(cfg.daemon.max_clients, 8);
+}
+END_TEST
+
+/* A file of garbage is reported up to CFG_PROBLEMS_SHOWN, then counted. */
+START_TEST(report_counts_past_the_cap) {
+  static reported_t r;
+  static char text[CFG_PROBLEMS_SHOWN * 2 * 8];
+  memset(&r, 0, sizeof(r));
+  size_t pos = 0;
+  for (unsigned i = 0; i < CFG_PROBLEMS_SHOWN + 50; i++)
+    pos += (size_t)snprintf(text + pos, sizeof(text) - pos, "junk\n");
+  write_text(conf_path, text);
+  cfg_t cfg;
+  pto_error_t err;
+  ck_assert_int_eq(cfg_load_report(conf_path, &cfg, &err, collect, &r), -PTO_E_INVALID_CONFIG);
+  ck_assert_uint_eq(r.n, CFG_PROBLEMS_SHOWN + 1);
+  char want[256];
+  snprintf(want, sizeof(want), "%s:%d: expected", conf_path, CFG_PROBLEMS_SHOWN);
+  ck_assert_msg(strncmp(r.messages[CFG_PROBLEMS_SHOWN - 1], want, strlen(want)) == 0, "%s",
+                r.messages[CFG_PROBLEMS_SHOWN - 1]);
+  snprintf(want, sizeof(want), "%s: 50 more problems not shown.", conf_path);
+  ck_assert_str_eq(r.messages[CFG_PROBLEMS_SHOWN], want);
+}
+END_TEST
+
 START_TEST(unreadable_files) {
   cfg_t cfg;
   pto_error_t err;
@@ -1171,6 +1267,17 @@ static void run_free(run_t *r) {
   free(r->err);
 }
 
+/* `ptod --check-config path` with envp, which must find the configuration
+ * bad: exit 78, nothing on stdout.  The caller checks stderr. */
+static run_t check_config_fails(const char *path, const char *const envp[]) {
+  const char *argv[] = {PTOD, "--check-config", path, NULL};
+  run_t r = run_ptod(argv, envp);
+  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d: %s", r.status,
+                r.err);
+  ck_assert_str_eq(r.out, "");
+  return r;
+}
+
 START_TEST(check_config_good_file) {
   write_text(conf_path, "[ring]\nheap = 512M\n[prewarm]\ntask_window = 256\n");
   const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
@@ -1193,11 +1300,8 @@ END_TEST
 
 START_TEST(check_config_bad_file) {
   write_text(conf_path, "# ptod\n[ring]\nheap = 1000\n");
-  const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
   const char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-  run_t r = run_ptod(argv, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
-  ck_assert_str_eq(r.out, "");
+  run_t r = check_config_fails(conf_path, envp);
   char want[512];
   snprintf(want, sizeof(want),
            "ptod: %s:3: [ring] heap = 1000: ring_heap must be a power of 2 >= 1024 (bytes per "
@@ -1209,9 +1313,7 @@ START_TEST(check_config_bad_file) {
   /* a missing file is a configuration error too */
   char missing[160];
   snprintf(missing, sizeof(missing), "%s/missing.conf", dir);
-  const char *argv2[] = {PTOD, "--check-config", missing, NULL};
-  r = run_ptod(argv2, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
+  r = check_config_fails(missing, envp);
   ck_assert_ptr_nonnull(strstr(r.err, "No such file or directory"));
   run_free(&r);
 }
@@ -1219,11 +1321,8 @@ END_TEST
 
 START_TEST(check_config_bad_environment) {
   write_text(conf_path, "[ring]\nheap = 512M\n");
-  const char *argv[] = {PTOD, "--check-config", conf_path, NULL};
   const char *envp[] = {"PATH=/usr/bin:/bin", "PTO2_RING_HEAP=1000", NULL};
-  run_t r = run_ptod(argv, envp);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
-  ck_assert_str_eq(r.out, "");
+  run_t r = check_config_fails(conf_path, envp);
   const char *want =
       "ptod: PTO2_RING_HEAP: ring_heap must be a power of 2 >= 1024 (bytes per "
       "ring), got 1000\n";
@@ -1231,11 +1330,38 @@ START_TEST(check_config_bad_environment) {
   run_free(&r);
 
   const char *envp2[] = {"PTO2_RING_TASK_WINDOW=64,64,64", NULL};
-  r = run_ptod(argv, envp2);
-  ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 78, "status %d", r.status);
+  r = check_config_fails(conf_path, envp2);
   ck_assert_ptr_nonnull(strstr(r.err,
                                "ptod: PTO2_RING_TASK_WINDOW: ring_task_window must have "
                                "exactly 4 entries (one per scope-depth ring), got 3\n"));
+  run_free(&r);
+}
+END_TEST
+
+/* Every problem of the file, one message each, then the environment's. */
+START_TEST(check_config_reports_every_problem) {
+  write_text(conf_path, "[daemon]\nmax_clients = 0\nbogus = 1\n[ring]\nheap = 1000\njunk\n");
+  const char *envp[] = {"PATH=/usr/bin:/bin", "PTO2_RING_HEAP=1000", NULL};
+  run_t r = check_config_fails(conf_path, envp);
+  char want[2048];
+  snprintf(want, sizeof(want),
+           "ptod: %s:2: [daemon] max_clients = 0: expected an integer from 1 to 65536.\n"
+           "ptod: %s:3: [daemon] bogus = 1: unknown key; the keys of [daemon] are ",
+           conf_path, conf_path);
+  ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0, "stderr: %s", r.err);
+  snprintf(want, sizeof(want),
+           "\nptod: %s:5: [ring] heap = 1000: ring_heap must be a power of 2 >= 1024 (bytes per "
+           "ring), got 1000\n"
+           "ptod: Use 1024 or a larger power of 2.\n"
+           "ptod: %s:6: expected a [section] header, a key = value line or a comment, got "
+           "\"junk\".\n"
+           "ptod: PTO2_RING_HEAP: ring_heap must be a power of 2 >= 1024 (bytes per ring), got "
+           "1000\n",
+           conf_path, conf_path);
+  ck_assert_msg(strstr(r.err, want) != NULL, "stderr: %s", r.err);
+  unsigned lines = 0;
+  for (const char *p = r.err; *p; p++) lines += *p == '\n';
+  ck_assert_uint_eq(lines, 7); /* with the two hints */
   run_free(&r);
 }
 END_TEST
@@ -1261,6 +1387,8 @@ static Suite *config_suite(void) {
   tcase_add_test(tc, unknown_sections_and_keys);
   tcase_add_test(tc, duplicates_rejected);
   tcase_add_test(tc, syntax_errors);
+  tcase_add_test(tc, report_every_problem);
+  tcase_add_test(tc, report_counts_past_the_cap);
   tcase_add_test(tc, unreadable_files);
   suite_add_tcase(s, tc);
 
@@ -1287,6 +1415,7 @@ static Suite *e2e_suite(void) {
   tcase_add_test(tc, check_config_good_file);
   tcase_add_test(tc, check_config_bad_file);
   tcase_add_test(tc, check_config_bad_environment);
+  tcase_add_test(tc, check_config_reports_every_problem);
   suite_add_tcase(s, tc);
   return s;
 }
