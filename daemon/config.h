@@ -81,6 +81,7 @@ typedef struct cfg_daemon {
   uint64_t shm_limit;             /* bytes of shm regions mapped per connection */
   uint32_t shm_regions;           /* shm regions per connection */
   uint32_t shm_regions_total;     /* shm regions of all connections together */
+  uint64_t shm_limit_total;       /* bytes of shm regions of all connections together */
   uint64_t idle_timeout_ms;       /* 0: connections may idle forever */
   uint32_t spin_us;               /* hand-off spin window (dsp_set_spin_us) */
   uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */

@@ -70,6 +70,10 @@ static const cfg_key_t key_table[] = {
         "16384",
         "Shared-memory regions of all connections together; keep it well below the kernel's "
         "vm.max_map_count (65530 by default), which the daemon's own mappings share."),
+    KEY("daemon", "shm_limit_total", CFG_T_SIZE, daemon.shm_limit_total, MIB(1), GIB(65536), true,
+        "64G",
+        "Bytes of shared memory of all connections together; each mapping costs the daemon "
+        "address space and page tables, whoever's memory it is."),
     KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, true, "1048576",
         "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
         "gets MESSAGE_TOO_LARGE."),

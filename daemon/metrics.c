@@ -197,6 +197,7 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
   one(t, "ptod_shm_regions_limit", "gauge", "[daemon] shm_regions_total.", s->shm_regions_limit);
   one(t, "ptod_shm_mapped_bytes", "gauge", "Bytes of shared-memory regions mapped, all clients.",
       s->shm_bytes);
+  one(t, "ptod_shm_mapped_limit_bytes", "gauge", "[daemon] shm_limit_total.", s->shm_bytes_limit);
   tb_put(t, "# HELP ptod_passed_fds File descriptors clients passed: parked (not yet taken by "
             "shm.register), closing (these and closed connections' sockets, handed to the closing "
             "thread).\n"

@@ -84,6 +84,7 @@ static void snapshot(ptod_t *d, metrics_snapshot_t *s) {
   s->shm_regions = d->shm_totals.regions;
   s->shm_bytes = d->shm_totals.bytes;
   s->shm_regions_limit = d->cfg.daemon.shm_regions_total;
+  s->shm_bytes_limit = d->cfg.daemon.shm_limit_total;
   s->log_lines_suppressed = log_client_suppressed();
 }
 

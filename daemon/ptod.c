@@ -200,6 +200,7 @@ static const struct live_key {
     {"daemon", "diagnostics_max_files", apply_where_used},
     {"daemon", "shm_limit", apply_where_used},    {"daemon", "spin_us", apply_spin},
     {"daemon", "shm_regions", apply_where_used},  {"daemon", "shm_regions_total", apply_where_used},
+    {"daemon", "shm_limit_total", apply_where_used},
     {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
     {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},
     {"ring", "dep_pool", apply_where_used},       {"prewarm", "task_window", apply_where_used},

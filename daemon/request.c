@@ -244,7 +244,10 @@ static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **r
   case PROTO_M_SHM_REGISTER: {
     const proto_shm_register_params_t *p = &req->params.shm_register;
     const cfg_daemon_t *c = &req->d->cfg.daemon;
-    shm_limits_t limits = {c->shm_limit, c->shm_regions, c->shm_regions_total};
+    shm_limits_t limits = {.bytes = c->shm_limit,
+                           .regions = c->shm_regions,
+                           .bytes_total = c->shm_limit_total,
+                           .regions_total = c->shm_regions_total};
     if (req->fd == -1)
       return pto_error_set(err, PTO_E_INVALID_REQUEST,
                            "shm.register '%s' came with no file descriptor: pass the region's "

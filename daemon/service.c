@@ -49,6 +49,7 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->shm.regions = d->shm_totals.regions;
   s->shm.bytes = d->shm_totals.bytes;
   s->shm.regions_limit = d->cfg.daemon.shm_regions_total;
+  s->shm.bytes_limit = d->cfg.daemon.shm_limit_total;
   srv_fds(d->srv, &fds);
   s->fds.parked = fds.parked;
   s->fds.closing = fds.closing;

@@ -190,6 +190,18 @@ static int check_limits(const shm_table_t *t, const char *name, uint64_t bytes,
                                  name, (unsigned long long)(t->totals->regions + 1),
                                  l->regions_total),
                    t->totals->regions + 1, l->regions_total);
+  room = l->bytes_total - (t->totals->bytes < l->bytes_total ? t->totals->bytes : l->bytes_total);
+  if (bytes > room)
+    return figures(err,
+                   pto_error_set(err, PTO_E_OUT_OF_MEMORY,
+                                 "Registering %llu bytes as '%s' would map %llu bytes for all "
+                                 "clients together, over shm_limit_total = %llu; retry once "
+                                 "regions are unregistered, or ask the operator to raise "
+                                 "[daemon] shm_limit_total.",
+                                 (unsigned long long)bytes, name,
+                                 (unsigned long long)(t->totals->bytes + bytes),
+                                 (unsigned long long)l->bytes_total),
+                   bytes, room);
   return 0;
 }
 

@@ -8,8 +8,8 @@
  * no kernel ever runs on client memory.
  *
  * Bounds: a connection maps at most shm_limit bytes in at most shm_regions
- * regions, and all connections together at most shm_regions_total regions
- * (each region is one mapping; the kernel's vm.max_map_count bounds them
+ * regions, and all connections together at most shm_limit_total bytes in at
+ * most shm_regions_total regions (each region is one mapping; the kernel's vm.max_map_count bounds them
  * for the whole process).  The memfd's pages must all be allocated when it
  * is registered: a page the daemon faulted into a hole would be charged to
  * the daemon's memory cgroup, not the client's.
@@ -38,10 +38,11 @@ typedef struct shm_totals {
 } shm_totals_t;
 
 /* The bounds a register is checked against ([daemon] shm_limit,
- * shm_regions, shm_regions_total). */
+ * shm_regions, shm_limit_total, shm_regions_total). */
 typedef struct shm_limits {
   uint64_t bytes;         /* per connection */
   uint32_t regions;       /* per connection */
+  uint64_t bytes_total;   /* all connections */
   uint32_t regions_total; /* all connections */
 } shm_limits_t;
 

@@ -316,6 +316,8 @@ static const schema_spec_t shm_usage_rows[] = {
     ROW_COUNT("regions", T, shm.regions),
     ROW_COUNT("bytes", T, shm.bytes),
     ROW_COUNT("regions_limit", T, shm.regions_limit),
+    /* Added with shm_limit_total: absent from an earlier 1.2 daemon (left 0). */
+    ROW_U("bytes_limit", T, shm.bytes_limit, 0, INT64_MAX, F_OPT),
 };
 static const schema_t shm_usage_schema = SCHEMA(shm_usage_rows);
 static const schema_spec_t fds_rows[] = {

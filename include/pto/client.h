@@ -448,6 +448,7 @@ typedef struct pto_status {
   struct {
     uint64_t regions, bytes; /* shared-memory regions mapped for all clients together */
     uint64_t regions_limit;  /* shm_regions_total */
+    uint64_t bytes_limit;    /* shm_limit_total (0 from a daemon without it) */
   } shm;
   struct {
     uint64_t parked;  /* passed by clients (SCM_RIGHTS) and not yet taken */

@@ -4,10 +4,12 @@ vm.max_map_count, after which every other client's first request got
 INTERNAL "out of memory"; a client's sparse memfd had its pages faulted in
 by the daemon and charged to the daemon's cgroup; and a shm.register
 refused while its params were decoded left its fd queued, so the next
-register mapped the stale fd (wrong data, no error).
+register mapped the stale fd (wrong data, no error).  And nothing bounded the
+bytes of all connections together: 64 connections x a 16 GiB region (1 TiB
+mapped) were all accepted.
 
 Now shm_regions bounds one connection's regions and shm_regions_total all
-of them (OUT_OF_MEMORY past either), status and metrics show the regions
+of them, shm_limit_total the bytes of all of them (OUT_OF_MEMORY past any), status and metrics show the regions
 and their bytes, a memfd with holes is refused, and a register refused at
 any stage consumes the fds it came with.
 """
@@ -62,6 +64,33 @@ class RegionCount(DaemonTest):
             self.assertEqual(d.status()["shm"]["regions"], 6)
             a.call("shm.unregister", {"name": "a0"})
             register(b, "b2", fd, PAGE)
+
+
+class BytesOfAllConnections(DaemonTest):
+    def test_bytes_of_all_connections_bounded(self):
+        region, total = 1 << 20, 2 << 20
+        d = self.daemon(config={"daemon": {"shm_limit": "1M", "shm_limit_total": "2M"}})
+        fd, _ = memfd(region)
+        self.addCleanup(os.close, fd)
+        pinger = HonestPinger(d).start()
+        with d.client() as a, d.client() as b, d.client() as c:
+            register(a, "a", fd, region)  # each connection within its shm_limit
+            register(b, "b", fd, region)
+            msgid = send_with_fds(c, "shm.register", {"name": "c", "bytes": region}, [fd])
+            err = c.error(msgid)
+            self.assertError(err, "OUT_OF_MEMORY", contains=["'c'", "shm_limit_total = %d" % total])
+            self.assertEqual((err["requested"], err["capacity"]), (region, 0))
+            self.assertEqual(c.call("shm.list"), [])
+            s = d.status()["shm"]
+            self.assertEqual((s["bytes"], s["bytes_limit"]), (total, total))
+            samples, _ = harness.parse_prometheus(d.call("metrics"))
+            self.assertEqual(harness.metric(samples, "ptod_shm_mapped_limit_bytes"), total)
+            # Room given back is room for anyone.
+            a.call("shm.unregister", {"name": "a"})
+            self.assertEqual(register(c, "c", fd, region), {"name": "c", "bytes": region})
+        pinger.stop()
+        self.assertEqual(pinger.errors, [])
+        report(self, "shm-bytes-total", honest_errors=len(pinger.errors))
 
 
 class SparseMemfd(DaemonTest):

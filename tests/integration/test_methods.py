@@ -51,7 +51,8 @@ class Methods(harness.DaemonTest):
         self.assertEqual(set(s), {"device", "platform", "version", "uptime_s", "state", "queue",
                                   "arena", "memory", "dispatches", "clients", "client_memory",
                                   "shm", "fds"})
-        self.assertEqual(s["shm"], {"regions": 0, "bytes": 0, "regions_limit": 16384})
+        self.assertEqual(s["shm"], {"regions": 0, "bytes": 0, "regions_limit": 16384,
+                                    "bytes_limit": 64 << 30})
         self.assertEqual(set(s["fds"]), {"parked", "closing", "limit"})
         self.assertEqual(s["fds"]["parked"], 0)
         self.assertEqual(s["device"], 0)

@@ -549,7 +549,7 @@ START_TEST(unknown_sections_and_keys) {
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
                "max_message, max_pending, queue_depth, queue_full, input_limit, "
-               "clients_memory, shm_limit, shm_regions, shm_regions_total, max_objects, spin_us, drain_timeout, client_timeout, "
+               "clients_memory, shm_limit, shm_regions, shm_regions_total, shm_limit_total, max_objects, spin_us, drain_timeout, client_timeout, "
                "idle_timeout, "
                "output_limit, diagnostics_dir, diagnostics_max_bytes, diagnostics_max_files, "
                "log_level.");
@@ -934,6 +934,7 @@ static const char *const other_value[][3] = {
     {"daemon", "shm_limit", "1G"},
     {"daemon", "shm_regions", "16"},
     {"daemon", "shm_regions_total", "64"},
+    {"daemon", "shm_limit_total", "2G"},
     {"device", "id", "1"},
     {"device", "memory", "1G"},
     {"device", "cores", "1"},

@@ -39,7 +39,8 @@ static void collect(void *data, const char *name, uint64_t bytes) {
 START_TEST(lookup_order_and_totals_across_growth) {
   enum { N = 3000 };
   shm_totals_t totals = {0};
-  shm_limits_t limits = {UINT64_MAX, N, N};
+  shm_limits_t limits = {.bytes = UINT64_MAX, .regions = N,
+                         .bytes_total = UINT64_MAX, .regions_total = N};
   shm_table_t *t = shm_table_new(&totals);
   static seen_t seen;
   pto_error_t err;
@@ -83,7 +84,8 @@ END_TEST
 
 START_TEST(count_bounds_per_table_and_in_total) {
   shm_totals_t totals = {0};
-  shm_limits_t limits = {UINT64_MAX, 2, 3};
+  shm_limits_t limits = {.bytes = UINT64_MAX, .regions = 2,
+                         .bytes_total = UINT64_MAX, .regions_total = 3};
   shm_table_t *a = shm_table_new(&totals), *b = shm_table_new(&totals);
   pto_error_t err;
   uint64_t bytes;
@@ -106,9 +108,33 @@ START_TEST(count_bounds_per_table_and_in_total) {
 }
 END_TEST
 
+START_TEST(byte_bound_in_total) {
+  shm_totals_t totals = {0};
+  shm_limits_t limits = {.bytes = 2 * PAGE, .regions = 8,
+                         .bytes_total = 3 * PAGE, .regions_total = 8};
+  shm_table_t *a = shm_table_new(&totals), *b = shm_table_new(&totals);
+  pto_error_t err;
+  uint64_t bytes;
+  int fd = sealed_memfd(2 * PAGE, true);
+  ck_assert_int_eq(shm_register(a, "x", 2 * PAGE, dup(fd), &limits, &err), 0);
+  ck_assert_int_eq(shm_register(b, "x", 2 * PAGE, dup(fd), &limits, &err), -PTO_E_OUT_OF_MEMORY);
+  ck_assert_ptr_nonnull(strstr(err.message, "shm_limit_total = 12288"));
+  ck_assert_uint_eq(err.requested, 2 * PAGE);
+  ck_assert_uint_eq(err.capacity, PAGE);
+  ck_assert_int_eq(shm_register(b, "y", PAGE, dup(fd), &limits, &err), 0);
+  ck_assert_uint_eq(totals.bytes, 3 * PAGE);
+  ck_assert_int_eq(shm_unregister(a, "x", &bytes, &err), 0);
+  ck_assert_int_eq(shm_register(b, "x", PAGE, dup(fd), &limits, &err), 0);
+  shm_table_close(a);
+  shm_table_close(b);
+  close(fd);
+}
+END_TEST
+
 START_TEST(memfd_with_holes_refused) {
   shm_totals_t totals = {0};
-  shm_limits_t limits = {UINT64_MAX, 8, 8};
+  shm_limits_t limits = {.bytes = UINT64_MAX, .regions = 8,
+                         .bytes_total = UINT64_MAX, .regions_total = 8};
   shm_table_t *t = shm_table_new(&totals);
   pto_error_t err;
   int fd = sealed_memfd(16 * PAGE, false);
@@ -131,6 +157,7 @@ int main(void) {
   int failed;
   tcase_add_test(tc, lookup_order_and_totals_across_growth);
   tcase_add_test(tc, count_bounds_per_table_and_in_total);
+  tcase_add_test(tc, byte_bound_in_total);
   tcase_add_test(tc, memfd_with_holes_refused);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
