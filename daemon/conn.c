@@ -227,10 +227,11 @@ static void conn_on_timer(uv_timer_t *timer) {
   const srv_options_t *o = &conn->srv->opts;
   uint64_t now = now_ns();
   if (conn->flush_deadline_ns && now >= conn->flush_deadline_ns) {
-    log_warning("Client %llu did not read its last %llu bytes of answers within %llu ms; closing "
-                "without them.",
-                (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
-                (unsigned long long)o->client_timeout_ms);
+    log_client(LOG_WARNING,
+               "Client %llu did not read its last %llu bytes of answers within %llu ms; closing "
+               "without them.",
+               (unsigned long long)conn->id, (unsigned long long)conn->out_bytes,
+               (unsigned long long)o->client_timeout_ms);
     srv_conn_close(conn);
     return;
   }
@@ -246,8 +247,8 @@ static void conn_on_timer(uv_timer_t *timer) {
   }
   if (o->idle_timeout_ms && conn->idle_since_ns &&
       now >= conn->idle_since_ns + o->idle_timeout_ms * 1000000u) {
-    log_debug("Client %llu was idle for idle_timeout = %llu ms; closing it.",
-              (unsigned long long)conn->id, (unsigned long long)o->idle_timeout_ms);
+    log_client(LOG_DEBUG, "Client %llu was idle for idle_timeout = %llu ms; closing it.",
+               (unsigned long long)conn->id, (unsigned long long)o->idle_timeout_ms);
     srv_conn_close(conn);
     return;
   }
@@ -517,7 +518,8 @@ static void conn_read(srv_conn_t *conn) {
     if (got < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        log_debug("Client %llu: read failed: %s.", (unsigned long long)conn->id, strerror(errno));
+        log_client(LOG_DEBUG, "Client %llu: read failed: %s.", (unsigned long long)conn->id,
+                   strerror(errno));
         srv_conn_close(conn);
         return;
       }

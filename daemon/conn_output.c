@@ -62,7 +62,8 @@ void conn_flush(srv_conn_t *conn) {
         conn->write_blocked = true;
         break;
       }
-      log_debug("Client %llu: write failed: %s.", (unsigned long long)conn->id, strerror(errno));
+      log_client(LOG_DEBUG, "Client %llu: write failed: %s.", (unsigned long long)conn->id,
+                 strerror(errno));
       srv_conn_close(conn);
       return;
     }

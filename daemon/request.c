@@ -121,8 +121,8 @@ static void request_complete(dsp_job_t *job) {
     req_finish(req); /* what was not sent (the client gone) is freed here */
     break;
   case DSP_CANCELLED:
-    log_debug("Dropped %s request %u of client %llu, which went away before it ran.",
-              proto_method_name(req->method), req->msgid, (unsigned long long)srv_conn_id(conn));
+    log_client(LOG_DEBUG, "Dropped %s request %u of client %llu, which went away before it ran.",
+               proto_method_name(req->method), req->msgid, (unsigned long long)srv_conn_id(conn));
     if (is_dispatch(req)) atomic_fetch_add(&d->dispatches_rejected, 1);
     req_finish(req);
     break;
@@ -391,8 +391,9 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   if (env.type != PROTO_MSG_REQUEST) {
     /* Clients send requests only; notifications and stray responses get no
      * answer (msgpack-RPC: a notification is never answered). */
-    log_debug("Client %llu sent a %s, ignoring it.", (unsigned long long)srv_conn_id(conn),
-              env.type == PROTO_MSG_NOTIFICATION ? "notification" : "response");
+    log_client(LOG_DEBUG, "Client %llu sent a %s, ignoring it.",
+               (unsigned long long)srv_conn_id(conn),
+               env.type == PROTO_MSG_NOTIFICATION ? "notification" : "response");
     req_finish(req);
     return;
   }
@@ -452,8 +453,8 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
  * requests unrun (their gone flag is set) and completes them here. */
 static void on_close(srv_conn_t *conn, void *data) {
   ptod_t *d = data;
-  log_debug("Client %llu disconnected with %u requests in flight.",
-            (unsigned long long)srv_conn_id(conn), srv_conn_pending(conn));
+  log_client(LOG_DEBUG, "Client %llu disconnected with %u requests in flight.",
+             (unsigned long long)srv_conn_id(conn), srv_conn_pending(conn));
   req_conn_t *cs = srv_conn_data(conn);
   if (!cs) return;
   srv_conn_set_data(conn, NULL);

@@ -334,8 +334,8 @@ static void accept_one(srv_t *srv, int fd) {
     srv_conn_fail(conn, &err);
     return;
   }
-  log_debug("Client %llu connected: pid %d uid %u gid %u.", (unsigned long long)conn->id,
-            (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
+  log_client(LOG_DEBUG, "Client %llu connected: pid %d uid %u gid %u.",
+             (unsigned long long)conn->id, (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
   conn_update(conn); /* start reading */
 }
 
@@ -383,7 +383,8 @@ static void srv_on_connection(uv_poll_t *handle, int status, int events) {
       if (errno == EMFILE || errno == ENFILE)
         srv_pause_accepting(srv, errno);
       else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-        log_warning("Failed to accept a connection: %s, ignoring.", strerror(errno));
+        log_client(LOG_WARNING, "Failed to accept a connection: %s, ignoring.",
+                   strerror(errno));
       return;
     }
     accept_one(srv, fd);

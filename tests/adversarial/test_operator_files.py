@@ -13,6 +13,8 @@ import tempfile
 import time
 import unittest
 
+import msgpack
+
 from adversary import *  # noqa: F401,F403
 import harness
 
@@ -104,6 +106,21 @@ class ClientLogLines(DaemonTest):
         self.assertLessEqual(lines, BURST * windows, "%d lines in %d windows" % (lines, windows))
         self.assertGreater(harness.metric(samples, "ptod_log_lines_suppressed_total"), 0)
         report(self, "log-flood", log_lines_per_s=round(lines / (time.monotonic() - t0), 1))
+
+    def test_debug_lines_a_client_causes_are_rate_limited(self):
+        # At log_level = debug every notification was logged, unlimited.
+        d = self.daemon(config={"daemon": {"log_level": "debug"}})
+        t0 = time.monotonic()
+        with d.client() as c:
+            notification = msgpack.packb([2, "ping", []])
+            c.send_raw(notification * (4 * BURST * SCALE))
+            c.call("ping")  # read after every notification
+            samples, _ = harness.parse_prometheus(c.call("metrics"))
+        windows = int((time.monotonic() - t0) / WINDOW_S) + 1
+        lines = d.read_log().count("sent a notification, ignoring it")
+        self.assertGreater(lines, 0)
+        self.assertLessEqual(lines, BURST * windows, "%d lines in %d windows" % (lines, windows))
+        self.assertGreater(harness.metric(samples, "ptod_log_lines_suppressed_total"), 0)
 
 
 class ProgramLabels(DaemonTest):
