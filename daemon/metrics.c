@@ -204,6 +204,8 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
             "# TYPE ptod_passed_fds gauge\n");
   tb_put(t, "ptod_passed_fds{state=\"parked\"} %llu\n", (unsigned long long)s->fds_parked);
   tb_put(t, "ptod_passed_fds{state=\"closing\"} %llu\n", (unsigned long long)s->fds_closing);
+  one(t, "ptod_passed_fds_parked_max", "gauge",
+      "The most passed fds one connection has parked (at most 8).", s->fds_most_parked);
   one(t, "ptod_open_files_limit", "gauge", "The daemon's RLIMIT_NOFILE.", s->fds_limit);
 }
 

@@ -77,9 +77,10 @@ typedef struct metrics_snapshot {
   uint64_t log_lines_suppressed; /* client-caused lines the rate limit dropped */
   /* Shared-memory regions of all clients (count, bytes, shm_regions_total,
    * shm_limit_total)
-   * and passed fds (srv_fds: parked, closing, RLIMIT_NOFILE). */
+   * and passed fds (srv_fds: parked, the most one connection has parked,
+   * closing, RLIMIT_NOFILE). */
   uint64_t shm_regions, shm_bytes, shm_regions_limit, shm_bytes_limit;
-  uint64_t fds_parked, fds_closing, fds_limit;
+  uint64_t fds_parked, fds_most_parked, fds_closing, fds_limit;
 } metrics_snapshot_t;
 
 /* A snapshot with every field zero. */

@@ -74,6 +74,7 @@ static void snapshot(ptod_t *d, metrics_snapshot_t *s) {
     s->client_limit = cm.limit;
     srv_fds(d->srv, &fds);
     s->fds_parked = fds.parked;
+    s->fds_most_parked = fds.most_parked;
     s->fds_closing = fds.closing;
     s->fds_limit = fds.limit;
     s->conn_input_limit = cm.input_limit;

@@ -400,9 +400,19 @@ int srv_listen(srv_t *srv, pto_error_t *ret_err) {
   return 0;
 }
 
+/* The memfds conn holds parked (a refused fd's place holds none). */
+static uint64_t conn_parked_fds(const srv_conn_t *conn) {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < conn->nfds; i++) n += conn->fds[i] >= 0;
+  return n;
+}
+
 void srv_fds(const srv_t *srv, srv_fds_t *ret) {
   struct rlimit lim;
   ret->parked = srv->parked_fds;
+  ret->most_parked = 0;
+  for (const srv_conn_t *c = srv->conns; c; c = c->next)
+    if (conn_parked_fds(c) > ret->most_parked) ret->most_parked = conn_parked_fds(c);
   ret->closing = closer_pending();
   ret->limit = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (uint64_t)lim.rlim_cur : 0;
 }

@@ -158,13 +158,14 @@ typedef struct srv_memory {
 void srv_memory(const srv_t *srv, srv_memory_t *ret);
 
 /* File descriptors now (see srv_conn_take_fd): passed by clients and not
- * yet taken (at most SRV_MAX_FDS per connection), handed to the closer
+ * yet taken (at most SRV_MAX_FDS per connection; most_parked, the most one
+ * connection holds), handed to the closer
  * (those and closed connections' sockets) and not yet closed (closer.h),
  * and the process's RLIMIT_NOFILE.  When
  * the daemon runs out of them, the listener is left alone for a while
  * instead of failing accept() in a loop; connections wait in the backlog. */
 typedef struct srv_fds {
-  uint64_t parked, closing, limit;
+  uint64_t parked, most_parked, closing, limit;
 } srv_fds_t;
 void srv_fds(const srv_t *srv, srv_fds_t *ret);
 /* The heap memory allocation p takes: its usable size and the allocator's

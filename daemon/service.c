@@ -52,6 +52,7 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->shm.bytes_limit = d->cfg.daemon.shm_limit_total;
   srv_fds(d->srv, &fds);
   s->fds.parked = fds.parked;
+  s->fds.most_parked = fds.most_parked;
   s->fds.closing = fds.closing;
   s->fds.limit = fds.limit;
   s->client_memory.per_connection.input_limit = cm.input_limit;

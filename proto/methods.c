@@ -324,6 +324,8 @@ static const schema_spec_t fds_rows[] = {
     ROW_COUNT("parked", T, fds.parked),
     ROW_COUNT("closing", T, fds.closing),
     ROW_COUNT("limit", T, fds.limit),
+    /* Added with most_parked: absent from an earlier 1.2 daemon (left 0). */
+    ROW_U("most_parked", T, fds.most_parked, 0, INT64_MAX, F_OPT),
 };
 static const schema_t fds_schema = SCHEMA(fds_rows);
 static const schema_spec_t status_rows[] = {

@@ -454,6 +454,7 @@ typedef struct pto_status {
     uint64_t parked;  /* passed by clients (SCM_RIGHTS) and not yet taken */
     uint64_t closing; /* passed fds and closed connections' sockets not yet closed */
     uint64_t limit;   /* the daemon's RLIMIT_NOFILE */
+    uint64_t most_parked; /* the most one connection has parked (0 from a daemon without it) */
   } fds;
 } pto_status_t;
 

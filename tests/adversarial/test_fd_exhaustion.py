@@ -62,13 +62,18 @@ class FdExhaustion(DaemonTest):
         d = self.daemon()
         fd = memfd()
         self.addCleanup(os.close, fd)
-        with d.client() as attacker:
+        with d.client() as attacker, d.client() as other:
             park_fds(attacker.sock, fd)
             attacker.recv(1)
+            park_fds(other.sock, fd, 3)
+            other.recv(1)
             fds = d.status()["fds"]
-            self.assertEqual(fds["parked"], PARKED_PER_CLIENT)
+            self.assertEqual(fds["parked"], PARKED_PER_CLIENT + 3)
+            self.assertEqual(fds["most_parked"], PARKED_PER_CLIENT)  # the one holding most
             samples, _ = harness.parse_prometheus(d.call("metrics"))
             self.assertEqual(harness.metric(samples, "ptod_passed_fds", state="parked"),
+                             PARKED_PER_CLIENT + 3)
+            self.assertEqual(harness.metric(samples, "ptod_passed_fds_parked_max"),
                              PARKED_PER_CLIENT)
         wait_until(lambda: d.status()["fds"]["parked"] == 0, what="the parked fds to go")
 

@@ -709,8 +709,14 @@ START_TEST(status_result) {
   ck_assert_str_eq(back.status.platform, "sim");
 
   s->arena.prewarm.first_dispatch_hit = 1;
+  s->shm.regions_limit = 16384;
+  s->shm.bytes_limit = 64ull << 30;
+  s->fds.limit = 1024;
+  s->fds.most_parked = 5;
   results_round_trip(PROTO_M_STATUS, &r, NULL, &back);
   ck_assert_int_eq(back.status.arena.prewarm.first_dispatch_hit, 1);
+  ck_assert_uint_eq(back.status.shm.bytes_limit, 64ull << 30);
+  ck_assert_uint_eq(back.status.fds.most_parked, 5);
 }
 END_TEST
 
