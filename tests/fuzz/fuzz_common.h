@@ -137,6 +137,35 @@ static inline bool fuzz_same_object(const msgpack_object *a, const msgpack_objec
   return false;
 }
 
+/* The input read as a script: fuzz_u8/u16/u32/u64 take little-endian
+ * values from the front (0 past the end), fuzz_bytes up to n bytes (fewer
+ * at the end).  The harnesses of daemon code (fuzz_server, fuzz_shm,
+ * fuzz_http, fuzz_dfx) read their operations this way. */
+typedef struct fuzz_in {
+  const uint8_t *p;
+  size_t left;
+} fuzz_in_t;
+
+static inline uint64_t fuzz_uint(fuzz_in_t *in, unsigned bytes) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < bytes && in->left > 0; i++, in->p++, in->left--)
+    v |= (uint64_t)in->p[0] << (8 * i);
+  return v;
+}
+static inline uint8_t fuzz_u8(fuzz_in_t *in) { return (uint8_t)fuzz_uint(in, 1); }
+static inline uint16_t fuzz_u16(fuzz_in_t *in) { return (uint16_t)fuzz_uint(in, 2); }
+static inline uint32_t fuzz_u32(fuzz_in_t *in) { return (uint32_t)fuzz_uint(in, 4); }
+static inline uint64_t fuzz_u64(fuzz_in_t *in) { return fuzz_uint(in, 8); }
+
+static inline const uint8_t *fuzz_bytes(fuzz_in_t *in, size_t n, size_t *ret_len) {
+  const uint8_t *p = in->p;
+  if (n > in->left) n = in->left;
+  in->p += n;
+  in->left -= n;
+  *ret_len = n;
+  return p;
+}
+
 /* Print a buffer in hex after an invariant fails (for the report). */
 static inline void fuzz_dump(const char *what, const void *p, size_t len) {
   const uint8_t *b = p;
