@@ -349,9 +349,9 @@ def u64(v):
 
 
 def seeds_server():
-    # header: max_message/4, max_objects/64, max_pending, input_limit/4,
+    # header: max_message - 16, max_objects/64, max_pending, input_limit/4,
     # output_limit/4, clients_memory/8, max_clients (see start())
-    roomy = u16(16000) + bytes([255, 7]) + u16(16000) + u16(16000) + u16(60000) + bytes([3])
+    roomy = u16(65535) + bytes([255, 7]) + u16(16000) + u16(16000) + u16(60000) + bytes([3])
     tight = u16(512) + bytes([4, 1]) + u16(256) + u16(256) + u16(512) + bytes([1])
     ping = request(1, "ping")
     connect, run = b"\x00", b"\x0c\x03"
@@ -379,7 +379,8 @@ def seeds_server():
     out["too-many-fds"] = roomy + connect + send_fds(0, 1, 0, ping) * 9 + run + answer(0, 0) * 9 + run
     out["truncated-fds"] = roomy + connect + send_fds(0, 12, 1, ping) + run + answer(0, 0) + run
     out["garbage"] = roomy + connect + write(0, ping + b"\xc1") + run + answer(0x10, 3) + run + read(0)
-    out["big-message"] = roomy + connect + b"\x03\x00" + u32(100000) + run * 4 + answer(0x10, 8) + run
+    out["big-message"] = roomy + connect + b"\x03\x00" + u32(65530) + run * 4 + answer(0x10, 8) + run
+    out["too-big"] = roomy + connect + b"\x03\x00" + u32(150000) + run * 4 + answer(0x10, 8) + run
     out["unread-answers"] = (tight + connect + write(0, ping * 8) + (run + answer(0x10, 20000)) * 8
                              + read(0))
     out["half-close"] = roomy + connect + write(0, ping) + b"\x0a\x00" + run + answer(0x20, 64) + run + read(0)
