@@ -9,12 +9,14 @@
 #define PTOD_FUZZ_COMMON_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <msgpack.h>
 #include <pto/errors.h>
@@ -164,6 +166,28 @@ static inline const uint8_t *fuzz_bytes(fuzz_in_t *in, size_t n, size_t *ret_len
   in->left -= n;
   *ret_len = n;
   return p;
+}
+
+/* No fd leaks: fuzz_fds_open(before) at the start of an input, then
+ * fuzz_fds_check(before) fails if an fd below FUZZ_FD_SCAN is open that was
+ * not (naming what it is).  A harness first runs one empty input, so what
+ * a library opens once per process (libuv's signal pipe) is in `before`. */
+#define FUZZ_FD_SCAN 128
+
+static inline void fuzz_fds_open(bool open[FUZZ_FD_SCAN]) {
+  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) open[fd] = fcntl(fd, F_GETFD) >= 0;
+}
+
+static inline void fuzz_fds_check(const bool before[FUZZ_FD_SCAN]) {
+  bool after[FUZZ_FD_SCAN];
+  fuzz_fds_open(after);
+  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) {
+    char link[64], target[256] = "";
+    if (!after[fd] || before[fd]) continue;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    (void)!readlink(link, target, sizeof target - 1);
+    FUZZ_CHECK(false, "fd %d (%s) is still open after the input", fd, target);
+  }
 }
 
 /* Print a buffer in hex after an invariant fails (for the report). */

@@ -497,30 +497,10 @@ static void reset(uint8_t *buffers) {
   s.delivered = 0;
 }
 
-#define FD_SCAN 128
-
-/* Which of the fds below FD_SCAN are open. */
-static void fds_open(bool open[FD_SCAN]) {
-  for (int fd = 0; fd < FD_SCAN; fd++) open[fd] = fcntl(fd, F_GETFD) >= 0;
-}
-
-/* No fd opened during the input is left open. */
-static void fd_check(const bool before[FD_SCAN]) {
-  bool after[FD_SCAN];
-  fds_open(after);
-  for (int fd = 0; fd < FD_SCAN; fd++) {
-    char link[64], target[256] = "";
-    if (!after[fd] || before[fd]) continue;
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    (void)!readlink(link, target, sizeof target - 1);
-    FUZZ_CHECK(false, "fd %d (%s) is still open after the input", fd, target);
-  }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static uint8_t *buffers;
   fuzz_in_t in = {data, size};
-  bool before[FD_SCAN];
+  bool before[FUZZ_FD_SCAN];
   if (!buffers) {
     log_set_level(LOG_ERR); /* the clients' lines would drown libFuzzer's */
     signal(SIGPIPE, SIG_IGN); /* as ptod.c: a peer gone is an error return, not a signal */
@@ -533,11 +513,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     start(&in);
     finish();
   }
-  fds_open(before);
+  fuzz_fds_open(before);
   reset(buffers);
   start(&in);
   for (int steps = 0; in.left > 0 && steps < 256; steps++) step(&in);
   finish();
-  fd_check(before);
+  fuzz_fds_check(before);
   return 0;
 }

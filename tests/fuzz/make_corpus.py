@@ -462,6 +462,32 @@ def seeds_dfx():
     return out
 
 
+def seeds_requests():
+    def piece(data, fd_pages=0):
+        return u16(len(data)) + data + bytes([(fd_pages - 1) * 2 + 1 if fd_pages else 0])
+
+    out = {}
+    out["loop-methods"] = b"\x04" + piece(b"".join(request(i + 1, m) for i, m in enumerate(
+        ["ping", "status", "metrics", "programs", "buffer.list", "shm.list"])))
+    out["buffers"] = b"\x08" + piece(
+        request(1, "buffer.alloc", {"name": "kv", "bytes": 4096})
+        + request(2, "buffer.write", {"name": "kv", "offset": 8, "data": b"x" * 100})
+        + request(3, "buffer.read", {"name": "kv", "offset": 0, "bytes": 200})
+        + request(4, "buffer.free", {"name": "kv"}) + request(5, "buffer.free", {"name": "kv"}))
+    out["shm"] = b"\x02" + piece(request(1, "shm.register", {"name": "r", "bytes": 8192}), 2) + piece(
+        request(2, "buffer.alloc", {"name": "b", "bytes": 8192})
+        + request(3, "buffer.write", {"name": "b", "shm": "r", "offset": 0, "bytes": 4096})
+        + request(4, "shm.unregister", {"name": "r"}) + request(5, "shm.register", {"name": "q", "bytes": 1}))
+    out["dispatch-unknown"] = b"\x01" + piece(request(1, "dispatch", {"program": "noop", "args": []}))
+    out["prewarm-advise"] = b"\x01" + piece(request(1, "prewarm", ARENA) + request(2, "advise", {}))
+    out["bad-then-stop"] = b"\x10" + piece(request(1, "ping") + request(2, "nosuch") + b"\xc1"
+                                           + request(3, "ping"))
+    out["split"] = b"\x01" + piece(request(7, "ping")[:3]) + piece(request(7, "ping")[3:])
+    out["not-requests"] = b"\x04" + piece(pack([2, "ping", []]) + pack([1, 9, None, None])
+                                          + pack([0, -1, "ping", []]))
+    return out
+
+
 HARNESSES = {
     "fuzz_reader": seeds_reader,
     "fuzz_envelope": seeds_envelope,
@@ -473,6 +499,7 @@ HARNESSES = {
     "fuzz_shm": seeds_shm,
     "fuzz_http": seeds_http,
     "fuzz_dfx": seeds_dfx,
+    "fuzz_requests": seeds_requests,
 }
 
 
