@@ -135,8 +135,11 @@ void srv_conn_close(srv_conn_t *conn) {
   uv_close((uv_handle_t *)&conn->poll, conn_on_closed);
 }
 
+/* Only called when memory is short: then even a READ_CHUNK buffer goes, or
+ * idle connections' buffers alone could hold clients_memory, and no
+ * connection would be read again (none is under way to take the pass). */
 void conn_trim(srv_conn_t *conn) {
-  if (conn->closing || conn->rlen > conn->rpos || conn->rcap <= READ_CHUNK) return;
+  if (conn->closing || conn->rlen > conn->rpos || conn->rcap == 0) return;
   free(conn->rbuf);
   conn->rpos = conn->rlen = 0;
   set_read_buffer(conn, NULL, 0, 0);

@@ -211,7 +211,7 @@ int progs_foreach(rt_programs_t *p, rt_program_cb cb, void *data) {
   }
   closedir(d);
   if (rc == 0) {
-    qsort(names, n, sizeof *names, progs_cmp);
+    if (n > 1) qsort(names, n, sizeof *names, progs_cmp); /* names is NULL when n is 0 */
     for (size_t i = 0; i < n; i++) {
       const pto_program_t *prog = NULL;
       pto_error_t e;

@@ -9,12 +9,14 @@
 #define PTOD_FUZZ_COMMON_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <msgpack.h>
 #include <pto/errors.h>
@@ -135,6 +137,57 @@ static inline bool fuzz_same_object(const msgpack_object *a, const msgpack_objec
       return true;
   }
   return false;
+}
+
+/* The input read as a script: fuzz_u8/u16/u32/u64 take little-endian
+ * values from the front (0 past the end), fuzz_bytes up to n bytes (fewer
+ * at the end).  The harnesses of daemon code (fuzz_server, fuzz_shm,
+ * fuzz_http, fuzz_dfx) read their operations this way. */
+typedef struct fuzz_in {
+  const uint8_t *p;
+  size_t left;
+} fuzz_in_t;
+
+static inline uint64_t fuzz_uint(fuzz_in_t *in, unsigned bytes) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < bytes && in->left > 0; i++, in->p++, in->left--)
+    v |= (uint64_t)in->p[0] << (8 * i);
+  return v;
+}
+static inline uint8_t fuzz_u8(fuzz_in_t *in) { return (uint8_t)fuzz_uint(in, 1); }
+static inline uint16_t fuzz_u16(fuzz_in_t *in) { return (uint16_t)fuzz_uint(in, 2); }
+static inline uint32_t fuzz_u32(fuzz_in_t *in) { return (uint32_t)fuzz_uint(in, 4); }
+static inline uint64_t fuzz_u64(fuzz_in_t *in) { return fuzz_uint(in, 8); }
+
+static inline const uint8_t *fuzz_bytes(fuzz_in_t *in, size_t n, size_t *ret_len) {
+  const uint8_t *p = in->p;
+  if (n > in->left) n = in->left;
+  in->p += n;
+  in->left -= n;
+  *ret_len = n;
+  return p;
+}
+
+/* No fd leaks: fuzz_fds_open(before) at the start of an input, then
+ * fuzz_fds_check(before) fails if an fd below FUZZ_FD_SCAN is open that was
+ * not (naming what it is).  A harness first runs one empty input, so what
+ * a library opens once per process (libuv's signal pipe) is in `before`. */
+#define FUZZ_FD_SCAN 128
+
+static inline void fuzz_fds_open(bool open[FUZZ_FD_SCAN]) {
+  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) open[fd] = fcntl(fd, F_GETFD) >= 0;
+}
+
+static inline void fuzz_fds_check(const bool before[FUZZ_FD_SCAN]) {
+  bool after[FUZZ_FD_SCAN];
+  fuzz_fds_open(after);
+  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) {
+    char link[64], target[256] = "";
+    if (!after[fd] || before[fd]) continue;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    (void)!readlink(link, target, sizeof target - 1);
+    FUZZ_CHECK(false, "fd %d (%s) is still open after the input", fd, target);
+  }
 }
 
 /* Print a buffer in hex after an invariant fails (for the report). */

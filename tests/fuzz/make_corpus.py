@@ -7,7 +7,8 @@ Seeds are real messages of docs/protocol.md (a request of every method, a
 response of every method, error replies), the classic broken inputs (a
 reserved byte, a 5-byte header claiming 4 GiB, nesting past the limit,
 truncation, trailing bytes), config files (systemd/ptod.conf among them)
-and sizing values in every form.  Each harness's input layout is described
+and sizing values in every form; for the harnesses of daemon code, short
+scripts of what clients and the service do.  Each harness's input layout is described
 at the top of its .c file; the selector bytes written here follow it.
 
 The output is deterministic: running the script again rewrites the same
@@ -15,6 +16,7 @@ files (named after their content), and removes seeds it no longer makes.
 """
 import hashlib
 import os
+import struct
 import sys
 
 import msgpack
@@ -332,6 +334,160 @@ def seeds_sizing():
     return out
 
 
+# ---- the daemon's own code: inputs are scripts (see each harness's header) ----
+
+def u16(v):
+    return struct.pack("<H", v)
+
+
+def u32(v):
+    return struct.pack("<I", v)
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+def seeds_server():
+    # header: max_message - 16, max_objects/64, max_pending, input_limit/4,
+    # output_limit/4, clients_memory/8, max_clients (see start())
+    roomy = u16(65535) + bytes([255, 7]) + u16(16000) + u16(16000) + u16(60000) + bytes([3])
+    tight = u16(512) + bytes([4, 1]) + u16(256) + u16(256) + u16(512) + bytes([1])
+    ping = request(1, "ping")
+    connect, run = b"\x00", b"\x0c\x03"
+
+    def write(c, data):
+        return b"\x01" + bytes([c]) + u16(len(data)) + data
+
+    def send_fds(c, nfds, kind, data):
+        return b"\x02" + bytes([c, nfds - 1, kind, len(data) - 1]) + data
+
+    def answer(b, n):  # b: which held message and how (see service_step)
+        return b"\x04" + bytes([b]) + u16(n)
+
+    def read(c):
+        return b"\x09" + bytes([c]) + u16(65535)
+
+    out = {}
+    out["pings"] = roomy + connect + write(0, ping * 3) + run + answer(0x10, 10) * 3 + run + read(0)
+    out["two-clients-split"] = (roomy + connect + connect + write(0, ping[:5]) + write(1, ping)
+                                + run + write(0, ping[5:]) + run + answer(0x20, 100) * 2
+                                + run + read(0) + read(1))
+    out["fd-then-take"] = (roomy + connect + send_fds(0, 1, 0, ping) + run + b"\x06\x00\x00\x00"
+                           + answer(0x10, 4) + run + read(0))
+    out["fds-two-kinds"] = roomy + connect + send_fds(0, 2, 0x81, ping) + send_fds(0, 3, 2, ping) + run
+    out["too-many-fds"] = roomy + connect + send_fds(0, 1, 0, ping) * 9 + run + answer(0, 0) * 9 + run
+    out["truncated-fds"] = roomy + connect + send_fds(0, 12, 1, ping) + run + answer(0, 0) + run
+    out["garbage"] = roomy + connect + write(0, ping + b"\xc1") + run + answer(0x10, 3) + run + read(0)
+    out["big-message"] = roomy + connect + b"\x03\x00" + u32(65530) + run * 4 + answer(0x10, 8) + run
+    out["too-big"] = roomy + connect + b"\x03\x00" + u32(150000) + run * 4 + answer(0x10, 8) + run
+    out["unread-answers"] = (tight + connect + write(0, ping * 8) + (run + answer(0x10, 20000)) * 8
+                             + read(0))
+    out["half-close"] = roomy + connect + write(0, ping) + b"\x0a\x00" + run + answer(0x20, 64) + run + read(0)
+    out["max-clients"] = tight + connect + connect + write(1, ping) + run + read(1)
+    out["reload-fail-close"] = (roomy + connect + connect + write(0, ping * 2) + run
+                                + b"\x08\x03" + u16(16) + b"\x07\x00" + u16(0) + b"\x07\x81" + u16(0)
+                                + run + answer(0, 0) + answer(0, 0) + run)
+    out["corked"] = roomy + connect + write(0, ping * 4) + run + answer(0xd0, 30) * 2 + run + read(0)
+    return out
+
+
+def seeds_shm():
+    def register(name, kind, nbytes, size, limit=1 << 20):
+        return b"\x00" + bytes([name, kind]) + u16(nbytes) + u16(size) + u32(limit)
+
+    def acquire(name, offset, nbytes, fill=0x5a):
+        return b"\x02" + bytes([name]) + u16(offset) + u16(nbytes) + bytes([fill])
+
+    out = {}
+    out["register-use-unregister"] = (register(0, 0, 4096, 4096) + acquire(0, 0, 4096)
+                                      + acquire(0, 100, 10) + b"\x01\x00" + b"\x04" + b"\x03\x00")
+    out["every-fd-kind"] = b"".join(register(k, k, 64, 64) for k in range(7)) + register(7, 14, 64, 128)
+    out["duplicate-name"] = register(1, 0, 64, 64) + register(1, 0, 64, 64)
+    out["too-short"] = register(2, 0, 8192, 4096)
+    out["over-limit"] = register(0, 0, 4096, 4096, 6000) + register(1, 0, 4096, 4096, 6000)
+    out["bad-range"] = register(0, 0, 100, 100) + acquire(0, 90, 20) + acquire(0, 101, 0)
+    out["long-name"] = register(0xf3, 0, 16, 16) + acquire(0xf3, 0, 16) + b"\x01\xf3"
+    out["close-while-held"] = register(0, 0, 512, 512) + acquire(0, 0, 512) + acquire(0, 256, 1)
+    return out
+
+
+def seeds_http():
+    def conn(req, flags=0):
+        return bytes([flags]) + u16(len(req)) + req
+
+    get = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    out = {}
+    out["get"] = conn(get)
+    out["head"] = conn(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    out["http10"] = conn(b"GET /metrics HTTP/1.0\r\n\r\n")
+    out["post"] = conn(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+    out["not-found"] = conn(b"GET /other?x=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    out["pipelined"] = conn(get + b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n" + get)
+    out["chunked"] = conn(b"PUT /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          b"5\r\nhello\r\n0\r\n\r\n")
+    out["garbage"] = conn(b"\x00\xff GET / \r\n\r\n")
+    out["cut-short"] = conn(get[:20]) + conn(get, 1) + conn(get)
+    out["long-header"] = conn(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
+    return out
+
+
+def seeds_dfx():
+    def record(swimlane, stats, dep, failure=b"\x00", dropped=0, name=b"matmul", limit=1 << 24):
+        head = bytes([swimlane, stats, dep]) + u32(0) + bytes([4, 2]) + u64(1000) + u64(90000)
+        sizing = b"".join(u64(v) for v in [64, 64, 64, 64, 1 << 20, 1 << 20, 0, 0, 256, 256, 256, 256])
+        return (head + sizing + failure + bytes([dropped]) + u32(4096) + u32(limit)
+                + bytes([len(name)]) + name)
+
+    def scope(parent):
+        return b"\x00" + bytes([parent, 1]) + u32(1000) + b"\x01" + u32(5000) + u16(3)
+
+    def task(core, scope_, ndeps, deps=b"", kernel=3):
+        return (b"\x02" + bytes([core, scope_, ndeps, kernel, 1]) + u32(2000) + u16(10) + u16(10)
+                + b"\x01" + u16(100) + u64(4096) + u16(2) + u64(8192) + u16(1) + deps)
+
+    def phase(lane, ring):
+        return b"\x01" + bytes([lane, ring, 0]) + u32(1500) + u32(700)
+
+    body = scope(0xff) + scope(0) + task(0, 0, 0) + task(1, 1, 1, b"\x00") + task(0xff, 0xff, 2, b"\x00\x01", 0)
+    failure = b"\x07" + bytes([1, 0, 1]) + u64(3000) + u64(1 << 21) + u64(1 << 20) + u64(5) + u64(1 << 20) + u64(4)
+    out = {}
+    out["all-level1"] = record(1, 1, 1) + body
+    out["level2-phases"] = record(2, 0, 0) + body + phase(4, 0xff) + phase(5, 1) + phase(6, 0)
+    out["failure"] = record(3, 1, 1, failure) + body
+    out["dropped"] = record(1, 1, 1, dropped=1) + body
+    out["quote-name"] = record(1, 1, 1, name=b'a"b\\c\n\x7f\xc3') + body
+    out["over-limit"] = record(4, 1, 1, limit=100) + body
+    out["no-run"] = bytes([1, 1, 1]) + u32(0) + bytes([1, 0]) + u64(0)
+    return out
+
+
+def seeds_requests():
+    def piece(data, fd_pages=0):
+        return u16(len(data)) + data + bytes([(fd_pages - 1) * 2 + 1 if fd_pages else 0])
+
+    out = {}
+    out["loop-methods"] = b"\x04" + piece(b"".join(request(i + 1, m) for i, m in enumerate(
+        ["ping", "status", "metrics", "programs", "buffer.list", "shm.list"])))
+    out["buffers"] = b"\x08" + piece(
+        request(1, "buffer.alloc", {"name": "kv", "bytes": 4096})
+        + request(2, "buffer.write", {"name": "kv", "offset": 8, "data": b"x" * 100})
+        + request(3, "buffer.read", {"name": "kv", "offset": 0, "bytes": 200})
+        + request(4, "buffer.free", {"name": "kv"}) + request(5, "buffer.free", {"name": "kv"}))
+    out["shm"] = b"\x02" + piece(request(1, "shm.register", {"name": "r", "bytes": 8192}), 2) + piece(
+        request(2, "buffer.alloc", {"name": "b", "bytes": 8192})
+        + request(3, "buffer.write", {"name": "b", "shm": "r", "offset": 0, "bytes": 4096})
+        + request(4, "shm.unregister", {"name": "r"}) + request(5, "shm.register", {"name": "q", "bytes": 1}))
+    out["dispatch-unknown"] = b"\x01" + piece(request(1, "dispatch", {"program": "noop", "args": []}))
+    out["prewarm-advise"] = b"\x01" + piece(request(1, "prewarm", ARENA) + request(2, "advise", {}))
+    out["bad-then-stop"] = b"\x10" + piece(request(1, "ping") + request(2, "nosuch") + b"\xc1"
+                                           + request(3, "ping"))
+    out["split"] = b"\x01" + piece(request(7, "ping")[:3]) + piece(request(7, "ping")[3:])
+    out["not-requests"] = b"\x04" + piece(pack([2, "ping", []]) + pack([1, 9, None, None])
+                                          + pack([0, -1, "ping", []]))
+    return out
+
+
 HARNESSES = {
     "fuzz_reader": seeds_reader,
     "fuzz_envelope": seeds_envelope,
@@ -339,6 +495,11 @@ HARNESSES = {
     "fuzz_results": seeds_results,
     "fuzz_config": seeds_config,
     "fuzz_sizing": seeds_sizing,
+    "fuzz_server": seeds_server,
+    "fuzz_shm": seeds_shm,
+    "fuzz_http": seeds_http,
+    "fuzz_dfx": seeds_dfx,
+    "fuzz_requests": seeds_requests,
 }
 
 
