@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_aio — the asyncio Python client (ptoclient.aio) against the
  * blocking one (ptoclient.Client), same daemon, same repetition:
  *   b2b       noop(1) back to back: `await dev.dispatch(...)` vs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_arena — what committing and building an arena costs, and what
  * prewarming buys.  Default sizing (16384 tasks, 256 MiB heap, 16384
  * dependency entries per ring): 1100 MiB.

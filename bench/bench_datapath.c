@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_datapath — a dispatch's data, inline and through shared memory,
  * 4 KiB to 256 MiB, and resident-buffer loads from a region.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_latency — the round trip of a no-op dispatch (noop, 1 task)
  * through ptod, back to back and after idle, against Unix-socket
  * ping-pongs of the same message sizes measured in the same run.

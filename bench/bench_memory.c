@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_memory — ptod's resident memory: idle without an arena, and what
  * each connected client adds.
  *

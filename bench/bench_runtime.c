@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_runtime — the ring runtime's cost per task, in-process (ptoruntime
  * linked directly, no daemon, no socket).
  *

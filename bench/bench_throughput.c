@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_throughput — pipelined no-op dispatches per second with 1, 4 and 16
  * clients, each a process of its own with its own connection keeping a
  * window of requests in flight.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/isolation: issue 18's targets, attack by attack, from one run.
 
     bench/isolation.py [--scale N] [--build DIR] [MODULE.py ...]

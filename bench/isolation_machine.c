@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isolation_machine.c — the MACHINE line of bench/isolation.py, from the
  * same bench_header as every other benchmark (the script itself runs the
  * adversarial modules of tests/adversarial/ and prints their figures). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Requests: the public request struct to proto's params, and one blocking
  * helper per method (send, then wait for that answer). */
 #include <errno.h>

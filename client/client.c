@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The connection: connect and close, and what a connection says about
  * itself (pto/client.h).  Its requests are pending.c's, its reading
  * receive.c's, its writing send.c's (connection.h). */

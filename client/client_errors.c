@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client's error table and the helpers that fill a pto_error_t. */
 #include <stdarg.h>
 #include <stdio.h>

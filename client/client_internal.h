@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_internal.h — what the modules of libptoclient share (not installed).
  *
  *   client.c        the connection: connect, close, accessors (connection.h)

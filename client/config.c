@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pto_config_t: the per-dispatch RunConfig, validated with the daemon's code.
  *
  * The ring fields are kept as a partial sizing (what proto encodes, scalar

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* connection.h — the connection object that client.c, pending.c,
  * receive.c and send.c share (not installed; the rest of libptoclient sees
  * pto_client_t only through client_internal.h).

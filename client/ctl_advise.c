@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_advise.c — ptoctl advise --apply FILE: put the advised [ring] and
  * [prewarm] lines into a ptod config file, show the change as a unified
  * diff, keep the previous file as FILE.orig.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_advise.h — ptoctl advise --apply FILE (see ctl_advise.c). */
 #ifndef PTOCTL_ADVISE_H
 #define PTOCTL_ADVISE_H

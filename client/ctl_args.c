@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl's parsing of command-line values (ctl_args.h). */
 #include "ctl_args.h"
 

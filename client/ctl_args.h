@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_args.h — ptoctl's parsing of command-line values: dispatch arguments,
  * data literals and files, sizes, --config-set values; and its exit codes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl cdi generate — a Container Device Interface (CDI) spec for ptod.
  *
  * One CDI device per ptod instance, named by its device number: requesting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_cdi.h — ptoctl cdi generate: a Container Device Interface spec that
  * names one CDI device per ptod instance (see ctl_cdi.c, ptoctl(1) and
  * docs/operations.md, "Running on a cluster"). */

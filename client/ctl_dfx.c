@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_dfx.c — see ctl_dfx.h. */
 #include "ctl_dfx.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_dfx.h — ptoctl's DFX side: saving a dispatch's artefacts
  * (dispatch --dfx-dir) and drawing the rings' occupancy from a saved
  * swimlane (dfx ring-occupancy TRACE.json -o rings.svg).

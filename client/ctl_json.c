@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl's JSON writer (ctl_json.h). */
 #include "ctl_json.h"
 

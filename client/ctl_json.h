@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_json.h — ptoctl's JSON writer (no dependency): pretty-printed,
  * always valid (strings escaped, invalid UTF-8 replaced by U+FFFD,
  * non-finite floats written as null).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_jsonread.c — see ctl_jsonread.h. */
 #include "ctl_jsonread.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_jsonread.h — a small strict JSON reader for ptoctl (RFC 8259 values
  * into a tree), enough to read the Chrome trace-event files ptod writes
  * back (ptoctl dfx ring-occupancy).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl's human-readable output (ctl_print.h). */
 #include "ctl_print.h"
 

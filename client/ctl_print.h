@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_print.h — ptoctl's human-readable output of every result, and the
  * JSON shapes that are not simply the daemon's result (errors, bench). */
 #ifndef CTL_PRINT_H

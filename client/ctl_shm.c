@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl --shm (ctl_shm.h). */
 #include "ctl_shm.h"
 

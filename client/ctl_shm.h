@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_shm.h — ptoctl --shm: a command's data through a shared-memory
  * region instead of inside the messages, shown exactly as without it.
  *

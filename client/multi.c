@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One dispatch on several devices: send to every daemon first, then
  * collect every answer, so the devices run at the same time. */
 #include <stdlib.h>

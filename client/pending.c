@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The requests waiting for their answers (connection.h): one slot per
  * request sent, in the order sent, finished by its answer or by the
  * connection's death, and collected by the waits. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CMake package file for libptoclient:
 #   find_package(ptoclient 0.1 REQUIRED)
 #   target_link_libraries(app PRIVATE ptoclient::ptoclient)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl — the operator's command-line client for ptod (ptoctl(1)).
  *
  * Every command runs against one daemon or several (-s/--device given more

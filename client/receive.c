@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading the connection (connection.h): what the socket holds goes into
  * the receive buffer, and every whole message in it is decoded and
  * delivered to its slot. */

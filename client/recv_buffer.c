@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A connection's receive buffer (client_internal.h, recv_buffer.c).
  *
  * The buffer is a block with its capacity in front of the bytes, so that a

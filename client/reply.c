@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One answer from the daemon: decode it and hand out the public result.
  *
  * A result is one allocation, a reply_t, of which the caller sees only the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing one request (connection.h): its slot first, then its bytes,
  * reading the answers that come meanwhile.
  *

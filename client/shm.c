@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared-memory regions (pto/client.h "shared-memory regions"): a sealed
  * memfd mapped here, registered on one connection with its fd passed as
  * SCM_RIGHTS, and the shm forms of dispatch args and buffer.write/read.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ptod_install_for_prefix(SOURCE file DESTINATION dir [RENAME name])
 #
 # Installs SOURCE with its paths rewritten for the prefix actually installed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* advise.c — see advise.h. */
 #include "advise.h"
 

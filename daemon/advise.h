@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* advise.h — from what the dispatches so far used, the smallest valid ring
  * sizing that serves all of them, overall and per program, the config lines
  * that set it, and the warnings an operator needs (the `advise` method);

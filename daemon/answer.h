@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* answer.h — a dispatch's answer whose large outputs are sent from the
  * staging area, where they lie, instead of being copied into the message.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* buffers.h — device-resident buffers and the device memory account.
  *
  * Resident buffers are named regions of device memory that the daemon owns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* closer.c — the helper thread of closer.h. */
 #include "closer.h"
 

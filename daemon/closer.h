@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* closer.h — closing file descriptors that a client handed over, off the
  * loop thread.
  *

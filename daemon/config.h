@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.h — the daemon's configuration file: INI (libinih) -> cfg_t.
  *
  * One table (cfg_key_table) describes every key: section, name, type,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config_keys.c — the table of every configuration key (config.h). */
 #include <stddef.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conn.c — one connection's bytes: reading and cutting messages, flow
  * control, writing answers, its timer, closing.  The model is server.h's. */
 #include <errno.h>

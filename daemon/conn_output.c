@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conn_output.c — a connection's answers on their way out: a queue of
  * chunks, each the connection's own bytes or bytes lent by an owner
  * (srv_conn_send_parts), written with writev as the socket takes them.

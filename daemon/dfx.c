@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dfx.c — what a dispatch's DFX flags produce: see dfx.h. */
 #include "dfx.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dfx.h — a dispatch's DFX artefacts (docs/runtime.md "DFX"): the run's
  * record (runtime trace.h) rendered as
  *   swimlane     Chrome trace-event JSON (Perfetto, chrome://tracing)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dfx_files.c — a dispatch's DFX artefacts as files in diagnostics_dir,
  * within its quota: see dfx_save in dfx.h. */
 #include "dfx.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dfx_render.h — the renderers behind dfx.h (internal to dfx*.c). */
 #ifndef PTOD_DFX_RENDER_H
 #define PTOD_DFX_RENDER_H

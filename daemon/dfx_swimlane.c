@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dfx_swimlane.c — the run's record as Chrome trace-event JSON.
  *
  * One process (the device), one thread per lane: core 0..n-1, then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dispatch.h — the admission queue and the device thread.
  *
  * Work that touches the device (dispatches, buffer memory, arena builds)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jobs.h — what the device thread does for each device method (dispatch,
  * buffer.alloc/write/read/free, prewarm).  Each job ends with its response
  * encoded in req->response (success or error), so the loop only sends it. */

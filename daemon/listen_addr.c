@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* listen_addr.c — see listen_addr.h. */
 #include "listen_addr.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* listen_addr.h — the [metrics] listen value: HOST:PORT (127.0.0.1:9464,
  * [::1]:9464, localhost:9464) or an absolute Unix socket path.  Pure: it
  * resolves and binds nothing (config.c checks with it, metrics_http.c

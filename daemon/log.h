@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.h — the daemon's log: lines on stderr with syslog "<N>" priority
  * prefixes, which journald turns into levels.  Thread-safe: each line is
  * one write(2).  Only the daemon logs; proto/ and runtime/ return errors. */

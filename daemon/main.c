@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptod — the per-device worker daemon: start-up order, signals, shut-down. */
 #include <getopt.h>
 #include <stdio.h>

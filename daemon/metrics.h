@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.h — the daemon's Prometheus metrics: counters and histograms it
  * owns (fed by the modules that see the events), and the text exposition
  * (format 0.0.4) of those plus a snapshot of the daemon's gauges.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_feed.c — see metrics_feed.h. */
 #include "metrics_feed.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_feed.h — the daemon's side of its metrics: the snapshot of its
  * gauges for metrics_render, and the two ways out besides the `metrics`
  * method: the HTTP endpoint ([metrics] listen, metrics_http.h) and the

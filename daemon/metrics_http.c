@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_http.c — see metrics_http.h. */
 #include "metrics_http.h"
 

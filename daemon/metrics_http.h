@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics_http.h — GET /metrics over HTTP, served by libmicrohttpd (its own
  * thread; no HTTP parsing of ours), for Prometheus to scrape.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* notify.h — the systemd service protocol, without libsystemd: readiness
  * and status notifications, the watchdog interval, and sockets passed by
  * socket activation.  Outside systemd (no NOTIFY_SOCKET, no LISTEN_FDS)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* prewarm.h — the record of the prewarmed sizing: which sizing start-up (or
  * the last reload or `prewarm` request) built, and whether the first
  * dispatch after it found that arena.  Written on the device thread (and at

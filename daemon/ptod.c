@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptod.c — the daemon's life: start-up order, signals, reload, shut-down.
  *
  * Start-up: config -> device -> socket (bound and listening, so a second

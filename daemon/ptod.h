@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptod.h — the daemon: what it owns, shared by its modules.
  *
  * One ptod_t per process.  The loop thread owns the configuration, the

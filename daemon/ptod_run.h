@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptod_run.h — run the daemon until it is told to stop. */
 #ifndef PTOD_PTOD_RUN_H
 #define PTOD_PTOD_RUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request.h — a request's life, from one whole message to its answer.
  *
  * read (server) -> decode the envelope and params -> admit (service.c's

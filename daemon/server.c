@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.c — the listener, peer credentials, and what the server keeps for
  * all connections together (corking, the all-clients memory budget).  One
  * connection's bytes are conn.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.h — the Unix-socket listener and its connections.
  *
  * The server owns sockets and bytes.  It listens (on a path it binds, or on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server_internal.h — what server.c (the listener, the server as a whole)
  * and conn.c (one connection's bytes) share.  Nothing else includes it. */
 #ifndef PTOD_SERVER_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* service.h — what the daemon answers: the methods served on the loop, and
  * the checks a device request passes before it may wait for the device.
  * request.c calls these; the device methods themselves are jobs.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm.h — one connection's shared-memory regions (PROTOCOL.md 1.1, `shm`).
  *
  * A client registers a sealed memfd under a name (shm.register, the fd

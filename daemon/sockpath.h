@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sockpath.h — the listening socket's file: where it may live, and binding it.
  *
  * A Unix socket is only as safe as the directories on its path: whoever can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* staging.h — device memory for a dispatch's host arguments.
  *
  * Inline `data` args are copied here from the message, `out` args are

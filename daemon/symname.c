@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* symname.c — see symname.h. */
 #include "symname.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* symname.h — the name of a function in a loaded shared object, for the
  * DFX artefacts (a kernel is a function pointer; programs export only
  * their `pto_program` symbol, so the dynamic symbol table does not name

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* textbuf.c — see textbuf.h. */
 #include "textbuf.h"
 

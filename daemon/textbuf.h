@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* textbuf.h — a growable text buffer for the daemon's text artefacts
  * (Prometheus exposition, DFX JSON and DOT).
  *

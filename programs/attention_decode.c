@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* attention_decode — one decode step against a KV cache.
  *
  * Writes k and v (f32[H,D]) at position `pos` of the cache kv[2,T,H,D]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* attention_prefill — causal self-attention over a whole prompt, filling the
  * KV cache.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* matmul — c = a · b for row-major f32 matrices a[m,k], b[k,n], c[m,n].
  *
  * c is cut into 64x64 tiles and k into 64-wide slices (edge tiles are

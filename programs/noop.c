@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* noop — `tasks` empty tasks, for measuring the runtime itself.
  *
  * The tasks are submitted inside `depth` nested scopes, so they land on ring

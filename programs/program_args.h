@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* programs/program_args.h — argument checks and views shared by the device
  * programs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vector_add — out = a + b over f32 vectors, one task per 4096-element tile
  * (the last tile may be shorter).
  *

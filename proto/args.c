@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/args.c — a dispatch argument on the wire: its forms ({"buffer"},
  * {"data"}, {"out"}, {"scalar"}, {"shm"}), decoded strictly and packed. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/describe.h — how a value someone sent is shown in an error
  * message: the one describer for every message of proto/ (sizing rules,
  * envelopes, params).  Text is quoted and escaped (\xNN for bytes a

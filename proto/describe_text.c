@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The text describer of describe_text.h: pure, no msgpack, so the sizing
  * rules can quote what they were given without linking msgpack-c. */
 #include "describe_text.h"

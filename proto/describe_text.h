@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/describe_text.h — how a text someone sent is shown in an error
  * message.  Pure: the sizing rules of ptorules use it without msgpack;
  * describe.h adds the msgpack describer. */

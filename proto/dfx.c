@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dfx.c — the "dfx" map of a dispatch (result and error), methods.h. */
 #include <errno.h>
 #include <stddef.h>

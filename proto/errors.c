@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The error table of include/pto/errors.h. */
 #include <pto/errors.h>
 

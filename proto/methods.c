@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every method's params and result, as schema tables (proto/methods.h). */
 #include "methods.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/methods.h — typed params and results of every method of
  * docs/protocol.md, both directions.
  *

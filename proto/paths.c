@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in socket path of proto/paths.h. */
 #include "paths.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* paths.h — where ptod listens when nothing says otherwise.
  *
  * ptod (without a [daemon] socket key) and ptoctl (without --socket) agree on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bounded stream reader of proto/reader.h. */
 #include "reader.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/reader.h — the bounded stream reader: finds where one msgpack message
  * ends in the bytes received so far, before msgpack-c sees (and allocates for)
  * any of it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* refbuf.h — msgpack output whose large byte strings stay where they lie.
  *
  * proto_refbuf_write is a msgpack write callback: pieces shorter than

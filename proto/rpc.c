@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* msgpack-RPC envelopes and the error map (proto/rpc.h). */
 #include "rpc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/rpc.h — msgpack-RPC envelopes and the wire error map.
  *
  *   request       [0, msgid, method, params]   msgid uint32, method str

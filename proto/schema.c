@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The table-driven codec of proto/schema.h. */
 #include "schema.h"
 

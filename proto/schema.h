@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/schema.h — the table-driven codec behind proto/methods.h (internal).
  *
  * A map on the wire is described by a schema: one row per key, saying the

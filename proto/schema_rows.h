@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/schema_rows.h — the row macros the method schemas are written
  * with (methods.c, args.c), and the dispatch argument's row, which args.c
  * defines.  Private to proto/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-ring sizing vector of include/pto/sizing.h.
  *
  * Messages follow PyPTO's RunConfig word for word, because users paste them

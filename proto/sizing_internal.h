@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto/sizing_internal.h — the sizing rules' messages, shared by the pure
  * rules (sizing.c, in ptorules) and their msgpack side (sizing_msgpack.c,
  * in ptoproto).  Not installed.  Each sets ret_err (code, message, key;

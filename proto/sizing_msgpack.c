@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The msgpack side of the sizing rules (pto_sizing_parse_msgpack of
  * include/pto/sizing.h): the only part of them that knows msgpack, so that
  * ptorules (sizing.c, errors.c) stays pure and the runtime links no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench.h — what every benchmark under bench/ shares.
  *
  * A benchmark is a program that prints its figures.  Each figure is one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* datapath.h — bench_datapath's raw pieces: one raw round trip of
  * captured request bytes through ptod (bench_capture_request), and the
  * baselines the data path is measured against (memcpy, and the

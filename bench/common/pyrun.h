@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pyrun.h — the benchmarks' Python client rows: a snippet run by Debian's
  * /usr/bin/python3 (which has python3-msgpack; a pyenv python3 on PATH may
  * not) with the Python client of this source tree (client/python) on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* touch — one task that writes one byte of its first argument: the least a
  * program can do with a dispatch's data, so the data path's cost is all
  * that is left (bench_datapath).  Built only with -DPTOD_BENCH=ON, into the

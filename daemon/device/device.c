@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* device.c — backend selection and the memory counter shared by backends. */
 #include "device.h"
 

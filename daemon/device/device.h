@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* device.h — the device backend interface.
  *
  * A device gives the runtime and the daemon three things: memory (committed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arena.c — arena layout, build and the single-slot cache. */
 #include "arena.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arena.h — the arena: layout, build into committed device memory, and the
  * single-slot cache.
  *

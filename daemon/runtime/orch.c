@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* orch.c — submit, scopes, back-pressure and the ring errors. */
 #include "orch.h"
 

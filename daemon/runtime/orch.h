@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* orch.h — the orchestrator: the API a program's orchestration calls.
  *
  * submit() validates a task's arguments, finds its producers in the tensor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* park.c — futex event count. */
 #include "park.h"
 

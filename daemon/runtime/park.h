@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* park.h — where the runtime's threads sleep when they have nothing to do.
  *
  * An event count over a futex word.  A waiter announces itself

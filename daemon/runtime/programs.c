@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* programs.c — dlopen-based program loading. */
 #include "programs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* programs.h — the program loader: bare names to dlopen'ed plugins.
  *
  * A program NAME is the shared object DIR/NAME.so exporting the data symbol

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* queue.h — a bounded MPMC queue of tasks (Vyukov's array queue).
  *
  * Each cell carries a sequence number: a producer may fill cell i when its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rt_internal.h — the runtime's shared data structures (internal to
  * daemon/runtime; the daemon sees runtime.h only).
  *

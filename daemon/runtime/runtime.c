@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runtime.c — create/destroy, runs, the error latch and the arena gate. */
 #include "runtime.h"
 

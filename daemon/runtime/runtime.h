@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runtime.h — the ring runtime, as the daemon's device thread drives it.
  *
  * The runtime runs device programs (include/pto/program.h) on one device:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.c — the worker threads and the completion / retirement path. */
 #include "scheduler.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.h — scheduler and core threads, task completion and retirement.
  *
  * Cores take ready tasks from rt->ready and run their kernels (or skip

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensormap.c — overlap rules and the orchestrator-owned map. */
 #include "tensormap.h"
 

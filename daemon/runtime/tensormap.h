@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tensormap.h — the tensor map: which live task last wrote which region.
  *
  * Keyed by a view's buffer base (every view of one buffer lands in the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace.c — the DFX record of a run (trace.h) and its hooks (trace_rec.h). */
 #include "trace.h"
 

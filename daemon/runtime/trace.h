@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace.h — what one run did, recorded only when asked (the DFX record
  * behind enable_swimlane, enable_scope_stats and enable_dep_gen).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace_rec.h — the runtime's recording hooks (internal to daemon/runtime).
  *
  * Each hook is a branch on a pointer that is NULL unless the run was

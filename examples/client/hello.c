@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hello — the smallest ptod client: ping a daemon, then add two vectors on
  * its device with a per-dispatch ring sizing.
  *

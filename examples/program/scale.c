@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scale — out = a * factor over f32 vectors: a device program built out of
  * tree, against the installed <pto/program.h> alone.
  *

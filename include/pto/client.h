@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pto/client.h — libptoclient: talk to ptod, the per-device worker daemon.
  *
  * One pto_client_t is one connection to one daemon (one device).  Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pto/errors.h — the error codes of the ptod wire protocol (docs/protocol.md).
  *
  * One table, PTO_ERROR_MAP, gives every error its name, its number and a

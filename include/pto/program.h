@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pto/program.h — the device program ABI.
  *
  * A program is a shared object in ptod's programs directory.  It exports one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pto/sizing.h — the per-ring sizing vector: parse, validate, resolve, key.
  *
  * The runtime keeps four rings (one per scope depth); each has a task window,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the adversarial tests share: the integration harness (imported from
 tests/integration) and an honest client's view of a daemon under attack.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fd exhaustion (docs/reliability.md, "Attacks"): clients that each park
 SRV_MAX_FDS (8) passed fds fill the daemon's file table.  Before, accept()
 then failed with EMFILE on a level-triggered listener: the loop spun at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The loop never waits on a client (docs/reliability.md, "Attacks"): a
 client passes, with SCM_RIGHTS, a TCP socket whose close waits (unsent data
 and SO_LINGER {1, 60}), or replaces the config file by a FIFO, whose open()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The metrics endpoint against slow clients and a squatted path (issue 18,
 item 10).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What clients can do to the files and labels an operator relies on
 (issue 18, item 9 and the label part of item 10): diagnostics_dir fills
 without bound, client-caused log lines flood the journal, unknown program

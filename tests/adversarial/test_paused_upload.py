@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A paused upload cut by client_timeout (issue 18, item 2): the daemon
 pauses reading an honest client's upload because another client put all
 clients over clients_memory; the time it keeps the upload paused must not

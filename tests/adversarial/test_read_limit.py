@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """buffer.read past output_limit (docs/reliability.md, "Attacks"): a read
 larger than output_limit was encoded in full (+512 MiB RSS for a 512 MiB
 read), then the connection was cut for holding too many unread answer

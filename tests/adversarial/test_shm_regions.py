@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """shm regions (docs/reliability.md, "Attacks"): one connection registered
 65,394 regions of 4 KiB (one memfd, passed again and again) and exhausted
 vm.max_map_count, after which every other client's first request got

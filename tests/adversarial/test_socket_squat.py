@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Local clients of other uids: a socket planted where a client looks by
 default (issue 18, item 7).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Unread answers pinning device memory (issue 18, item 6): dispatch answers
 with outputs of 64 KiB or more are written to the socket from the staging
 area, which is lent to the answer until it is written.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Headers that announce huge messages (issue 18, item 2): connections send
 the first bytes of a message announcing a large bin, then nothing more.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Unread answers and pending requests (issue 18, item 1): a client pipelines
 requests and never reads what comes back.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client tests' fixture: a real daemon, files, child processes. */
 #include "fixture.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fixture.h — what the client tests share: a real ptod on a temporary
  * socket, and running a program with its output captured.
  *

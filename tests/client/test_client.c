@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libptoclient against a real ptod: every helper and its errors, the config
  * pass-through, pipelining, deadlines, a daemon that dies or refuses. */
 #include <check.h>

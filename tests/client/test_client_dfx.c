@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client_dfx — libptoclient and DFX: the artefacts in
  * pto_dispatch_result_t.dfx, those of a failed dispatch through
  * pto_client_error_dfx(), and the advise result's per-program part, all

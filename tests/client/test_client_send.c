@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client_send — a request's large inline data goes to the socket
  * from the caller's buffer: it arrives byte-exact (as proto's own encoding
  * of the same request), also when the socket takes it in small pieces, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client_shm — libptoclient's shared-memory regions against a real
  * ptod: pto_shm_create / pto_arg_shm / the buffer copies through a region /
  * pto_shm_free, the daemon's refusals passed through, the library's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client_wire — libptoclient against a scripted daemon: a socket this
  * test listens on, so that it sees the exact request bytes the library
  * sends and writes answers of any shape back: the request table's output

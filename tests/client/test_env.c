@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The clients' environment: PTOD_SOCKET names the default daemon (ptoctl
  * without -s/-d, pto_client_connect_default), an explicit socket or device
  * wins over it, PTOD_SOCKET_<N> names device N's socket (what a container

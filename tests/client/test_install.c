@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The installed client files work for a program outside this tree:
  * `cmake --install` the build into a temporary prefix, build
  * examples/client/hello.c against it with pkg-config and with

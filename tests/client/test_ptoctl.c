@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptoctl end to end against real daemons: every command, human output and
  * --json parsed back by Python's json module, exit codes, the ring options
  * and --config-set reaching the daemon, bench, several daemons at once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A third-party msgpack-RPC client — msgpack5rpc from npm, run by node —
  * calls ping, status and a vector_add dispatch on a real ptod and checks
  * the answers (thirdparty/msgpack5rpc_client.js): proof that ptod's wire

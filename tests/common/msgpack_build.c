@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Text <-> msgpack for tests (msgpack_build.h). */
 #include "msgpack_build.h"
 

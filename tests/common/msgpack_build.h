@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* msgpack_build.h — write msgpack test values as text, and read them back as
  * text, so a test states the exact wire shape it expects.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reference.c — see reference.h. */
 #include "reference.h"
 

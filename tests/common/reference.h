@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reference.h — plain reference implementations of the device programs, for
  * tests (fp32 data, row-major, double accumulation), and a deterministic
  * random fill.

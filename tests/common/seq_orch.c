@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* seq_orch.c — see seq_orch.h. */
 #include "seq_orch.h"
 

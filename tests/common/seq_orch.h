@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* seq_orch.h — a sequential implementation of pto_orch_api_t, for tests.
  *
  * It runs a program's orchestration on the calling thread and each kernel at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ptoctl cdi generate`: the spec it writes, field by field, against the
 rules of CDI 0.5.0 (what Debian 12's podman 4.3 reads), and its errors.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deploy/: the Kubernetes manifests and the systemd drop-in for CDI hosts,
 checked with what Debian ships.
 

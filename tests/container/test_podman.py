@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptod in its OCI image, and serving containers that get their device
 through CDI, in podman (runc, cgroupfs, no network); and ptod@0 under
 systemd with the CDI drop-in, serving host and CDI clients alike.

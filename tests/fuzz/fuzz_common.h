@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_common.h — what every libFuzzer harness of tests/fuzz shares.
  *
  * A harness checks invariants, not only "no crash": FUZZ_CHECK prints what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz cfg_load, the daemon's configuration file parser (daemon/config.h).
  *
  * Input: the bytes of a config file.  cfg_load takes a path, so each run

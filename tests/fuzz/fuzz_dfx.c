@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz the DFX renderers (daemon/dfx.c, dfx_swimlane.c) on records of runs
  * built from the input, as rt_run could have left them: every index in
  * range (a task's ring, core, scope and producers; a scope's parent), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz proto_decode, the msgpack-RPC envelope decoder (proto/rpc.h).
  *
  * Input: one message, as the daemon hands proto_decode the bytes the

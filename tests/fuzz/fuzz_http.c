@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz the metrics endpoint (daemon/metrics_http.c) in process: the real
  * server (libmicrohttpd's thread and our handler) on a Unix socket in a
  * temporary directory, the libuv loop that renders the text run by this

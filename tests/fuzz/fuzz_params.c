@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz proto_params_decode, every method's params decoder (proto/methods.h),
  * the way the daemon reaches it: proto_decode on the request first.
  *

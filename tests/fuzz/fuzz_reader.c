@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz proto_reader, the bounded stream reader (proto/reader.h).
  *
  * Input: [seed] [limit] stream...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz the request path (daemon/request.c, service.c, the shm and buffer
  * methods) behind the real server, in process: a daemon of the sim device
  * (its runtime, device thread and buffers; a programs directory with no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz proto_result_decode, the client's side of every method
  * (proto/methods.h), reached as the client reaches it: proto_decode on the
  * response first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz the daemon's server (daemon/server.c, conn.c, conn_output.c) in
  * process: a libuv loop, the real listener on a socket in a temporary
  * directory, up to four clients on connected Unix sockets, and handlers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz one connection's shared-memory table (daemon/shm.c) with sequences
  * of register, unregister, acquire (a request naming a range), release
  * (the request done) and, at the end, the connection closing while

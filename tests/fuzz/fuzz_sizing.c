@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz the sizing parsers of include/pto/sizing.h: the PTO2_RING_* text,
  * the config-file text, the msgpack form and pto_size_parse.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Write the seed corpus of the libFuzzer harnesses: tests/fuzz/corpus/<harness>/.
 
     /usr/bin/python3 tests/fuzz/make_corpus.py          (needs python3-msgpack)

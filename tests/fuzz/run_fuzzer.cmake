@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One bounded fuzz run for ctest (tests/fuzz/CMakeLists.txt):
 #   cmake -DFUZZER=exe -DCORPUS=dir -DREGRESSIONS=dir -DWORK=dir -DSECONDS=n -P run_fuzzer.cmake
 # Fuzzes on a fresh copy of the seed corpus and the regression inputs, so

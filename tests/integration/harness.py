@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integration test harness: start the real ptod binary on a temporary socket
 and talk msgpack-RPC to it over that socket.
 

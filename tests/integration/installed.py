@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run an installed ptod tree (cmake --install --prefix, DESTDIR, or a
 package unpacked with dpkg-deb -x) the way its user would: its own
 bin/ptod with no [device] programs (so it must find its programs relative

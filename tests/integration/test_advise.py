@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sizing the rings from what ran, through ptoctl as an operator would:
 dispatch --dfx-dir and dfx ring-occupancy (the picture of a deadlock),
 advise (at or above every peak, per program, warnings for several

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resident buffers: alloc/write/read/free/list and their errors (NOT_FOUND,
 ALREADY_EXISTS, ranges), the device memory account (OUT_OF_MEMORY with the
 numbers, nothing evicted, state intact), buffers outliving the connection

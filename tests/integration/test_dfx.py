@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DFX artefacts over the real socket: enable_swimlane, enable_scope_stats
 and enable_dep_gen give back a Chrome trace, scope stats and a dependency
 graph in the dispatch result (and in the error of a failed dispatch), as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The dispatch path: ring overrides reaching the runtime (the returned
 sizing and its sources, scalar and list form, 0 entries falling through),
 PTO2_RING_* ranking between the request and the config, the prewarmed arena

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The docs that describe what this build ships: docs/runtime.md's argument
 reference of every shipped program equals what the daemon's `programs`
 method says of it (issue 12, item 8), and the docs name the programs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fault injection on the real daemon: clients that die at every stage of
 a request (mid-send, queued, running, mid-response; sockets closed
 abruptly and client processes SIGKILLed, with randomised timing), clients

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The connection layer as its users meet it (PROTOCOL.md 1.1, "Flow control,
 fairness and memory"): a pipelining client is never refused, one connection's
 pipeline does not delay the others, every byte held for a client is bounded,

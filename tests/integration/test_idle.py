@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An idle daemon burns no CPU: these machines have two cores and tests run
 in parallel, so a spinning loop, device thread or runtime thread would
 cost everyone.  Measured from /proc (utime + stime of the whole process),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A relocatable install (docs/operations.md, "Install"): `cmake --install
 --prefix P` and DESTDIR each give a tree that lies wholly under P (or the
 stage), whose own ptod serves its own programs with no programs key, whose

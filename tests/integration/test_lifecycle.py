@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The daemon's life: start-up failures (exit 78 naming the key or
 variable), SIGTERM drain (queued requests answered SHUTTING_DOWN, the
 running one finishing and its response arriving even to a slow reader,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Framing and the limits on what a client can make the daemon do:
 malformed msgpack, `dd ff ff ff ff`, nesting depth, max_message, partial
 messages and client_timeout, output_limit, max_clients, max_pending,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Load: 64 concurrent clients x PTOD_LOAD_REQUESTS (10,000 in a plain
 build; fewer under sanitizers, see CMakeLists.txt) mixed requests — ping,
 status, dispatch of vector_add, matmul and noop on the prewarmed sizing and

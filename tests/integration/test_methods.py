@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every method of PROTOCOL.md over a real socket, and every kind of bad
 request: wrong types, unknown keys at every level (params, args, config),
 values out of range, ring values of the wrong kind, malformed envelopes,

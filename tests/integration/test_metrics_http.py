@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prometheus over HTTP ([metrics] listen, TCP and Unix socket) and the
 node_exporter textfile ([metrics] textfile): what a scraper gets, that
 promtool accepts it, and the errors of a bad endpoint."""

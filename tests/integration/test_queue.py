@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The admission queue and the device thread: status and ping answering
 while a dispatch runs, BUSY when the queue is full, deadline_ms
 (DEADLINE_EXCEEDED, never run), clients that vanish with a dispatch queued

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every fenced block of README.md, run as written against a real daemon, so
 that what a newcomer pastes keeps working and keeps printing what the README
 says it prints.

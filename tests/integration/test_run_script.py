@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/run (the README's first command) passes its arguments to ptod,
 builds without the tests (so it needs, and warns about, nothing that only
 the tests use), and runs only after scripts/deps.  It runs here on a copy

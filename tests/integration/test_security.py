@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Who may use the daemon and what a client can make it touch.
 
 - The socket is never world-writable: under every socket_mode (whatever

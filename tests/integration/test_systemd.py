@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptod under systemd's protocols, with the real tools where Debian has
 them: notify messages captured on a test NOTIFY_SOCKET (STATUS= while
 prewarming, READY=1 only once it can serve, STOPPING=1), watchdog pings,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptod_load — the load generator of the reliability tests (test_load.py).
  *
  * N client threads, each on a connection of its own, pipeline M mixed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run a command as systemd's RestrictAddressFamilies= would: socket() of
 any address family not named fails with EAFNOSUPPORT (a seccomp filter
 through Debian's libseccomp, which systemd itself uses; socketpair() is not

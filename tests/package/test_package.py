@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/package, end to end: it builds the four .deb files, lintian finds
 no error in them (and every warning it gives is listed, with its reason, in
 docs/operations.md), their metadata and contents are what a Debian system

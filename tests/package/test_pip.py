@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client installs like a Python package, offline, on Debian:
 `pip install --no-build-isolation --no-index client/python` into a
 `python3 -m venv --system-site-packages` venv (Debian's python3-msgpack and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/test runs every stage it is given even when one fails, says which
 stage it is in, and exits non-zero at the end naming the failed stages.
 cmake and ctest are stubs here (first on PATH, each logging its argv), so

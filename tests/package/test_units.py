@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptod@.service works on a minimal image with every documented option, shown
 without a booted systemd: the unit's own lines are run as systemd would run
 them.  Its reload command needs nothing outside Debian's Essential packages

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The build's own shape (ARCHITECTURE.md): the runtime and the pure rules
 # link no msgpack-c, and no CMakeLists.txt gathers sources by globbing.
 add_test(NAME test_build_layering

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -DNM=nm -DPURE_LIBS=a.a;b.a -DSOURCE_DIR=... -P check_layering.cmake
 # Fails when a pure library needs a msgpack symbol, or when a build file
 # globs for sources (.c or .py).

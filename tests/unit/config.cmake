@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The daemon's configuration file.  config.c gets a library of its own here,
 # so these tests build without the rest of ptodcore.  Its default programs
 # directory is absolute here (an install configured with an absolute

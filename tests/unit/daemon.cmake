@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The daemon's modules in-process (ptodcore): the server on a real socket
 # with a libuv loop, the request module on the real device thread, the
 # reload's live-key table, the shared-memory table, and the advisor's rule.

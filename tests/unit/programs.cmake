@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The device programs (programs/*.c, loaded as plugins from the build tree),
 # checked through the sequential executor against plain references.
 #

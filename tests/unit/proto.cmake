@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The msgpack-RPC codec of proto/: the bounded stream reader, the envelopes
 # and every method's params and results.
 add_library(ptotest_msgpack STATIC ${PROJECT_SOURCE_DIR}/tests/common/msgpack_build.c)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The ring runtime (daemon/runtime, daemon/device): in-process tests with
 # small sizings.  Label `runtime`: these also run under ThreadSanitizer.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runtime_fixture.h — shared set-up for the runtime tests: a sim device, a
  * runtime with small timeouts, sizings, device buffers, and a few tiny
  * kernels over int32 vectors.  Header-only (static functions); each test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server_options.h — the server options the in-process daemon tests start
  * from (test_server.c, test_requests.c): a socket at path, owner-only,
  * roomy limits that each test narrows. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_advise — the advisor's rule (advise.h): at or above every peak,
  * exact powers of 2 staying, a window one above the live tasks, the
  * [ring] and [prewarm] lines; and its per-program and several-sizings

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's configuration file (daemon/config.h), the built-in socket
  * path (proto/paths.h), the shipped example file and the docs against the
  * key table, and, run as `test_config --e2e`, `ptod --check-config`. */

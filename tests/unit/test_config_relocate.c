@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The default programs directory of a relocatable install: config.c built
  * with a relative PTOD_DEFAULT_PROGRAMS_DIR finds it from the directory of
  * the running executable (/proc/self/exe), wherever the tree was put, and a

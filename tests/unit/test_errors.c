@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The error table (include/pto/errors.h) against the protocol's list:
  * every name <-> code <-> message, unknown codes and names, pto_error_set. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every key the configuration table marks live has a way to take effect in
  * a reload (ptod.c's table), and no key that needs a restart has one: a
  * key added to config.c without its applier fails here, not silently in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Typed params and results of every method (proto/methods.h): the exact
  * wire shapes, round trips both ways, and every rejection with its message. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_programs.c — the device programs, loaded as the daemon loads them
  * (dlopen from the build's programs directory), run through seq_orch and
  * compared with the plain references; every argument error with its exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bounded stream reader (proto/reader.h): complete / need more / error
  * for every split point, limits enforced at the header that breaks them. */
 #include <check.h>

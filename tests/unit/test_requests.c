@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The request module in-process: the daemon's real modules (sim device,
  * runtime, device thread, server) on one libuv loop, driven over real
  * sockets from the same thread.  What it shows: the device takes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* msgpack-RPC envelopes and error maps (proto/rpc.h): exact wire shapes,
  * round trips, and the answerable-vs-unparseable classification. */
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_runtime.c — the ring runtime's semantics, proved by outputs:
  * dependencies (read-after-write, write-after-write, overlapping slices of
  * 1-D and 2-D buffers), heap wrap-around through a small heap, an inner

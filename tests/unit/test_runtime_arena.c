@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_runtime_arena.c — the arena and its single-slot cache: hits, misses,
  * equal keys spelled differently, rebuilds into memory already committed,
  * the device memory limit (refused before the current arena is touched),

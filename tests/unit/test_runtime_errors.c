@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_runtime_errors.c — every runtime error provoked and reported with
  * its fields (code, ring, requested, capacity, key, hint, message), and a
  * correct run after each one: a failed run never poisons the runtime.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_runtime_loader.c — programs by bare name: loading, running, and every
  * refusal (path-like names, no such file, another program ABI, a name field
  * that differs from the file, no pto_program symbol), and the listing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_runtime_programs.c — the device programs of programs/, loaded by name
  * and run on the real runtime, checked against the plain references of
  * tests/common; among them the seed scenario (004): attention_prefill with a

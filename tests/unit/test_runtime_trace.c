@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_runtime_trace — the runtime's DFX record (trace.h): what a traced
  * run records per task and scope, that it matches the run's stats, the
  * cap, and the failing request of a heap deadlock.  Label `runtime`: runs

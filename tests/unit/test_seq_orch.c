@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_seq_orch.c — the sequential executor itself: OUT tensors, scope
  * reclamation and the heap need it reports per ring, the heap limit, and the
  * program bugs it catches.  Other tests trust its figures, so they are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The server in-process: a libuv loop, a real socket in a temporary
  * directory, and handlers that hold the messages they get, so each test
  * decides when a message is done.  What they show: reading pauses at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared-memory table (daemon/shm.c) in-process: lookup by name across
  * hash-table growth and removals, registration order for shm.list, the
  * count bounds and the totals all tables share, and a memfd with holes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ring sizing vector (include/pto/sizing.h): parsing from msgpack, the
  * environment and the config file with RunConfig's exact messages, the
  * precedence chain with sources, the cache key and the formatters. */

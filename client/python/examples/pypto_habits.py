@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The per-task ring sizing usage of PyPTO's docs, ported to ptod.
 
 PyPTO's L2 example runs one program with a RunConfig that names the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A toy serving loop against ptod: resident weights, a resident KV cache,
 one prefill and several decode steps, each dispatch with its own ring sizing.
 

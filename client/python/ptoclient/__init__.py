@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptoclient: the Python client of ptod, the per-device worker daemon.
 
 Pure Python on msgpack (Debian's python3-msgpack).  See client/python/README.md.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptoclient.aio: the asyncio client of ptod, for serving processes.
 
     import ptoclient.aio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The connection under ptoclient.aio's AsyncClient: one socket driven by
 the event loop's reader and writer callbacks, a queue of whole messages
 to write, one reader handing answers to per-msgid futures, deadlines, and

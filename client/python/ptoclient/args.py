@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dispatch arguments and their wire forms (PROTOCOL.md, "arg forms").
 
     Buffer("kv")                       {"buffer": "kv"}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the blocking Client and the asyncio client (ptoclient.aio) share
 above the bytes: which socket to connect to and why a connect failed, the
 validated params map of each method, the serving keys of protocol 1.2

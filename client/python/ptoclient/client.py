@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Client: one msgpack-RPC connection to one ptod.
 
 Blocking calls, one per method of the protocol, each with its own timeout:

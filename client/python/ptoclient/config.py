@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RunConfig: the per-dispatch configuration, validated at construction.
 
 The ring fields follow PyPTO's RunConfig and ptod's include/pto/sizing.h

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DFX artefacts: what a dispatch with enable_swimlane, enable_scope_stats or
 enable_dep_gen gets back (docs/protocol.md "dfx").
 

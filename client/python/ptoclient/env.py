@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a client reads from its environment.
 
 PTOD_SOCKET names the default daemon's socket, like DOCKER_HOST; PTOD_SOCKET_<N>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Errors raised by the ptod client.
 
 Every error this package raises while talking to a daemon is a `PtoError`:

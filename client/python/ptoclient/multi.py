@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dispatch_many: one program and one config on several daemons at once."""
 
 from .calls import deadline_at as _deadline, dispatch_params as _dispatch_params

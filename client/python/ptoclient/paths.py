@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where a client finds ptod when not told: the built-in socket paths, and
 which of them it may trust (proto/paths.h has the same rules in C).
 

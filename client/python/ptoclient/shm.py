@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared-memory regions (docs/protocol.md, "Shared-memory arguments").
 
 A region is a sealed memfd mapped here and in ptod, registered on one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyPTO's where-to-run fields: RunConfig.platform and RunConfig.device_id.
 
 PyPTO picks the chip from the RunConfig (``run(prog, ..., config=

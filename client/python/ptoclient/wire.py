@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Messages as bytes on the wire (PROTOCOL.md, "Transport and framing"):
 what the blocking Client and the asyncio client (ptoclient.aio) both send
 and read.

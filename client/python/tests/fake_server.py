@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small fake ptod for the client's unit tests: a msgpack-RPC server on a
 temporary Unix socket, served by threads, whose behaviour each test scripts
 with a handler.  It can do what a real daemon cannot easily be made to do:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptoclient.aio against the real ptod of this build tree (started by
 tests/integration/harness.py): dispatch with the right answer, the buffer
 methods, shared memory, many concurrent awaits on one connection, and

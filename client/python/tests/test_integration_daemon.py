@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client against the real ptod (build/daemon/ptod), started by
 tests/integration/harness.py's Daemon on a temporary socket with small rings
 ([ring] task_window 256, heap 1M, dep_pool 1024: source "config").

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyPTO habits against the real ptod: the seed's L2 and L3 usage ported to
 ptod (examples/pypto_habits.py) run as shipped, RunConfig's platform and
 device_id checked against the daemon, and Client() on PTOD_SOCKET."""

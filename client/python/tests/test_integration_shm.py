@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client's shared-memory regions (ptoclient.shm) and its inline
 data without copies, against the real ptod of this build tree (started by
 tests/integration/harness.py).  The NumPy tests skip where numpy is not

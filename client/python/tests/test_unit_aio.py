@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ptoclient.aio against the fake msgpack-RPC server (tests/fake_server.py):
 many concurrent awaits answered out of order, cancellation (the daemon is
 told, the late answer dropped), timeouts, a connection reset with requests

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Argument encoding, dispatch params, socket paths and error objects."""
 
 import array

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Client behaviour against a fake msgpack-RPC server (tests/fake_server.py):
 pipelining and out-of-order answers, per-call timeouts, a server that closes
 or dies mid-call, error notifications, and the config reaching the wire whole

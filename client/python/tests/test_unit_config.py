@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RunConfig: every validation rule with its exact message, to_wire, extra."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyPTO habits and the client's environment, offline: RunConfig's platform
 and device_id, a PyPTO RunConfig object taken duck-typed, PTOD_SOCKET for
 Client(), and the PTO2_RING_* warning."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim.c — the CPU simulation device. */
 #include "sim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim.h — the CPU simulation backend ("sim").
  *
  * Device memory is anonymous memory of this process, committed at once: a

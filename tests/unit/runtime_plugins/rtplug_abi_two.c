@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program built for another program ABI: only the first field (the
  * version) is common to every ABI, so that is all the loader may read. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program whose name field differs from its file name. */
 #include <pto/program.h>
 

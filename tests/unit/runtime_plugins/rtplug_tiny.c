@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A valid program for the loader tests: one task writes 42 into its
  * buffer argument. */
 #include <pto/program.h>
