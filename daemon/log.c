@@ -56,12 +56,17 @@ void log_msg(int level, const char *fmt, ...) {
 /* The client-caused lines' window: its start (seconds, CLOCK_MONOTONIC),
  * the lines logged in it and the lines dropped. */
 static pthread_mutex_t client_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t client_window_s;
-static unsigned client_lines;
-static unsigned long long client_dropped, client_dropped_total;
+/* One budget for debug lines, one for the others (log_client). */
+static struct client_budget {
+  uint64_t window_s;
+  unsigned lines;
+  unsigned long long dropped;
+} client_budget[2];
+static unsigned long long client_dropped_total;
 
 void log_client(int level, const char *fmt, ...) {
   struct timespec ts;
+  struct client_budget *b = &client_budget[level >= LOG_DEBUG];
   unsigned long long dropped = 0;
   bool show;
   va_list ap;
@@ -69,24 +74,24 @@ void log_client(int level, const char *fmt, ...) {
   if (level > atomic_load(&log_level)) return;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   pthread_mutex_lock(&client_lock);
-  if ((uint64_t)ts.tv_sec >= client_window_s + LOG_CLIENT_INTERVAL_S) {
-    dropped = client_dropped;
-    client_window_s = (uint64_t)ts.tv_sec;
-    client_lines = 0;
-    client_dropped = 0;
+  if ((uint64_t)ts.tv_sec >= b->window_s + LOG_CLIENT_INTERVAL_S) {
+    dropped = b->dropped;
+    b->window_s = (uint64_t)ts.tv_sec;
+    b->lines = 0;
+    b->dropped = 0;
   }
-  show = client_lines < LOG_CLIENT_BURST;
+  show = b->lines < LOG_CLIENT_BURST;
   if (show) {
-    client_lines++;
+    b->lines++;
   } else {
-    client_dropped++;
+    b->dropped++;
     client_dropped_total++;
   }
   pthread_mutex_unlock(&client_lock);
   if (dropped)
     log_msg(LOG_NOTICE,
-            "Suppressed %llu log lines caused by clients (at most %d are logged per %d s).",
-            dropped, LOG_CLIENT_BURST, LOG_CLIENT_INTERVAL_S);
+            "Suppressed %llu %slog lines caused by clients (at most %d are logged per %d s).",
+            dropped, level >= LOG_DEBUG ? "debug " : "", LOG_CLIENT_BURST, LOG_CLIENT_INTERVAL_S);
   if (!show) return;
   va_start(ap, fmt);
   log_line(level, fmt, ap);

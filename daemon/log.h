@@ -24,7 +24,9 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * LOG_CLIENT_INTERVAL_S seconds for all clients together, as journald's
  * RateLimitBurst does, so hostile clients cannot flood the journal.  The
  * first line after a window with suppressed lines says how many were
- * dropped.  Thread-safe. */
+ * dropped.  Debug lines (log_level = debug) have a budget of their own, so
+ * a client's connects and disconnects never crowd out the warnings.
+ * Thread-safe. */
 #define LOG_CLIENT_BURST 50
 #define LOG_CLIENT_INTERVAL_S 10
 void log_client(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -122,6 +122,13 @@ class ClientLogLines(DaemonTest):
         self.assertGreater(lines, 0)
         self.assertLessEqual(lines, BURST * windows, "%d lines in %d windows" % (lines, windows))
         self.assertGreater(harness.metric(samples, "ptod_log_lines_suppressed_total"), 0)
+        # The debug lines have a budget of their own: a client's bad message
+        # right after the flood is still logged.
+        with d.client() as c:
+            c.send_raw(b"\xc1")
+            c.read_until_eof()
+        wait_until(lambda: "holds the reserved byte 0xc1" in d.read_log(),
+                   what="the bad message's line")
 
 
 class ProgramLabels(DaemonTest):
