@@ -338,7 +338,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rt_trace_t *tr = &rec.tr;
   dfx_artefacts_t a;
   char program[PROTO_NAME_MAX + 1];
-  size_t nlen;
+  size_t nlen, budget;
   const uint8_t *name;
   uint32_t device;
   uint64_t outputs, limit;
@@ -369,16 +369,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   program[nlen] = '\0';
   for (size_t i = 0; i < nlen; i++)
     if (!program[i]) program[i] = '?'; /* a C string, any other byte */
+  /* No budget, or one the artefacts may pass (then nothing is rendered). */
+  budget = fuzz_u8(&in) & 1 ? SIZE_MAX : fuzz_u32(&in);
   read_steps(&in, tr);
 
-  FUZZ_CHECK(dfx_render(tr, &c, program, device, &a) == 0, "dfx_render failed");
+  FUZZ_CHECK(dfx_render(tr, &c, program, device, budget, &a) == 0, "dfx_render failed");
   if (!tr->t0_ns) {
     FUZZ_CHECK(!a.text[0] && !a.text[1] && !a.text[2] && !a.refused[0],
                "a record of no run rendered something");
   } else if (rt_trace_incomplete(tr)) {
     FUZZ_CHECK(a.refused[0] && !a.text[0] && !a.text[1] && !a.text[2],
                "an incomplete record was rendered");
+  } else if (budget != SIZE_MAX && a.refused[0]) {
+    FUZZ_CHECK(!a.text[0] && !a.text[1] && !a.text[2], "artefacts refused but rendered");
   } else {
+    FUZZ_CHECK(a.len[0] + a.len[1] + a.len[2] <= budget, "artefacts past their budget");
     check_artefacts(&a, tr, &c);
   }
   check_result(&a, outputs, limit);

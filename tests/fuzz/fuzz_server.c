@@ -45,6 +45,7 @@
 
 #include <uv.h>
 
+#include "closer.h"
 #include "fuzz_common.h"
 #include "log.h"
 #include "server.h"
@@ -66,7 +67,7 @@ typedef struct client {
   size_t nanswers, nread;
   /* fds passed and not taken, oldest first: the inode, which sendmsg, the
    * offset of its first byte (the server has them once it read past it) */
-  struct { ino_t ino; unsigned send; size_t at; } passed[MAX_PASSED];
+  struct { ino_t ino; unsigned send; size_t at; bool memfd; } passed[MAX_PASSED];
   unsigned npassed, sends;
   bool fds_unchecked;     /* more than SRV_MAX_FDS queued at once: the server drops some */
 } client_t;
@@ -185,7 +186,7 @@ static void answer_parts(srv_conn_t *conn, client_t *c, size_t n) {
   parts[2] = (struct iovec){o->bytes + n / 3, n - n / 3};
   o->base.done = owner_done;
   s.owners++;
-  srv_conn_send_parts(conn, parts, 3, &o->base);
+  srv_conn_send_parts(conn, parts, 3, &o->base, n ? n : 1);
 }
 
 static void done_held(int k, int how, size_t n) {
@@ -277,6 +278,7 @@ static void client_send_fds(client_t *c, const uint8_t *p, size_t len, unsigned 
       }
       c->passed[c->npassed].ino = st.st_ino;
       c->passed[c->npassed].at = c->nwritten;
+      c->passed[c->npassed].memfd = fcntl(fds[i], F_GET_SEALS) >= 0; /* the one kind kept */
       c->passed[c->npassed++].send = c->sends;
     }
   }
@@ -295,15 +297,21 @@ static void client_take_fd(client_t *c) {
     if (fd >= 0) close(fd);
     return;
   }
-  if (fd < 0) {
+  if (fd == -1) {
     FUZZ_CHECK(together == 0 && (c->npassed == 0 || c->passed[0].at >= c->ndelivered),
                "no fd to take, but %u were passed before byte %zu, which was handed on",
                c->npassed, c->ndelivered);
     return;
   }
-  FUZZ_CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == c->passed[0].ino,
-             "took fd %d, not the oldest passed (%d queued)", fd, c->npassed);
-  close(fd);
+  if (fd == SRV_FD_REFUSED) {
+    FUZZ_CHECK(c->npassed > 0 && !c->passed[0].memfd,
+               "the oldest fd passed (%d queued) is a memfd, but it was refused", c->npassed);
+  } else {
+    FUZZ_CHECK(fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == c->passed[0].ino,
+               "took fd %d, not the oldest passed (%d queued)", fd, c->npassed);
+    FUZZ_CHECK(c->passed[0].memfd, "took fd %d, which is not a memfd", fd);
+    close(fd);
+  }
   while (popped < c->npassed && c->passed[popped].send == c->passed[0].send) popped++;
   FUZZ_CHECK(together == popped, "together %u, but %u came on that sendmsg", together, popped);
   c->npassed -= popped;
@@ -519,6 +527,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   start(&in);
   for (int steps = 0; in.left > 0 && steps < 256; steps++) step(&in);
   finish();
+  /* Passed fds and closed connections' sockets are closed on the closer's
+   * thread (closer.h): every one of them, before the fd table is checked. */
+  while (closer_pending() > 0) usleep(100);
   fuzz_fds_check(before);
   return 0;
 }

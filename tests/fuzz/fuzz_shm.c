@@ -98,7 +98,11 @@ static int make_fd(uint8_t kind, uint64_t size, uint64_t bytes, int *ret_client,
       if (kind % 7 == 0)
         FUZZ_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | ((kind & 8) ? F_SEAL_GROW : 0)) == 0,
                    "seal: %s", strerror(errno));
-      *ret_valid = kind % 7 == 0 && size >= bytes;
+      /* Pages allocated (kind & 16) or left as holes, which shm refuses;
+       * a memfd of size 0 has none to allocate. */
+      if ((kind & 16) && size > 0)
+        FUZZ_CHECK(posix_fallocate(fd, 0, (off_t)size) == 0, "fallocate failed");
+      *ret_valid = kind % 7 == 0 && size >= bytes && ((kind & 16) || size == 0);
       *ret_client = dup(fd);
       return fd;
     case 3:
@@ -118,6 +122,10 @@ static void step_register(shm_table_t *t, fuzz_in_t *in) {
   char name[PROTO_NAME_MAX + 1];
   uint8_t kind;
   uint64_t bytes, size, limit;
+  /* Counts and totals far above the model's room: bytes per connection
+   * is the bound the model checks. */
+  shm_limits_t limits = {.regions = UINT32_MAX, .bytes_total = UINT64_MAX,
+                         .regions_total = UINT32_MAX};
   pto_error_t err;
   int fd, client, rc, expect = 0;
   bool valid;
@@ -136,7 +144,8 @@ static void step_register(shm_table_t *t, fuzz_in_t *in) {
     expect = -PTO_E_OUT_OF_MEMORY;
   else if (bytes == 0 || m.n == MAX_REGIONS)
     expect = 1; /* mmap of 0 bytes fails; past the model's room: not checked */
-  rc = shm_register(t, name, bytes, fd, limit, &err);
+  limits.bytes = limit;
+  rc = shm_register(t, name, bytes, fd, &limits, &err);
   FUZZ_CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF, "shm_register left fd %d open (rc %d)", fd,
              rc);
   if (expect == 1) {
@@ -241,24 +250,31 @@ static void release_hold(int which) {
   m.nholds--;
 }
 
+/* shm_foreach's callback: entry *data (in registration order) against the
+ * model's. */
+static void check_entry(void *data, const char *name, uint64_t bytes) {
+  int *i = data;
+  FUZZ_CHECK(*i < m.n, "shm_foreach gave more regions than the model's %d", m.n);
+  FUZZ_CHECK(strcmp(name, m.regions[*i].name) == 0 && bytes == m.regions[*i].bytes,
+             "entry %d is '%s' (%llu bytes), model '%s' (%llu)", *i, name,
+             (unsigned long long)bytes, m.regions[*i].name,
+             (unsigned long long)m.regions[*i].bytes);
+  (*i)++;
+}
+
 static void check_table(const shm_table_t *t) {
   FUZZ_CHECK(shm_count(t) == (uint32_t)m.n, "shm_count %u, model %d", shm_count(t), m.n);
   FUZZ_CHECK(shm_mapped(t) == m.mapped, "shm_mapped %llu, model %llu",
              (unsigned long long)shm_mapped(t), (unsigned long long)m.mapped);
-  for (int i = 0; i < m.n; i++) {
-    const char *name;
-    uint64_t bytes;
-    shm_entry(t, (uint32_t)i, &name, &bytes);
-    FUZZ_CHECK(strcmp(name, m.regions[i].name) == 0 && bytes == m.regions[i].bytes,
-               "entry %d is '%s' (%llu bytes), model '%s' (%llu)", i, name,
-               (unsigned long long)bytes, m.regions[i].name,
-               (unsigned long long)m.regions[i].bytes);
-  }
+  int i = 0;
+  shm_foreach(t, check_entry, &i);
+  FUZZ_CHECK(i == m.n, "shm_foreach gave %d regions, model %d", i, m.n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_in_t in = {data, size};
-  shm_table_t *t = shm_table_new();
+  shm_totals_t totals = {0};
+  shm_table_t *t = shm_table_new(&totals);
   FUZZ_CHECK(t, "shm_table_new failed");
   memset(&m, 0, sizeof m);
   for (int steps = 0; in.left > 0 && steps < 64; steps++) {
