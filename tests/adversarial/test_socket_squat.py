@@ -24,9 +24,26 @@ from adversary import *  # noqa: F401,F403
 import harness
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-PTOCTL = os.path.join(harness.BINARY_DIR, "client", "ptoctl")
-LIBPTOCLIENT = os.path.join(harness.BINARY_DIR, "client", "libptoclient.so")
 DEVICE = 231  # a device number no real daemon on this machine serves
+
+# The other uids run ptoctl, libptoclient and the Python client from a
+# directory they can read: a checkout under a private home (/root is 0700
+# on a fresh Debian) is not theirs to enter.
+SHARED = tempfile.mkdtemp(prefix="ptod-squat-")
+os.chmod(SHARED, 0o755)
+PTOCTL = shutil.copy(os.path.join(harness.BINARY_DIR, "client", "ptoctl"), SHARED)
+LIBPTOCLIENT = shutil.copy(os.path.join(harness.BINARY_DIR, "client", "libptoclient.so"), SHARED)
+PYTHON_PATH = os.path.join(SHARED, "python")
+shutil.copytree(os.path.join(ROOT, "client", "python", "ptoclient"),
+                os.path.join(PYTHON_PATH, "ptoclient"),
+                ignore=shutil.ignore_patterns("__pycache__"))
+for top, dirs, files in os.walk(SHARED):
+    for name in dirs + files:
+        os.chmod(os.path.join(top, name), 0o755)
+
+
+def tearDownModule():
+    shutil.rmtree(SHARED, True)
 
 
 def victim_env():
@@ -120,7 +137,7 @@ try:
     print("connected")
 except ptoclient.ConnectFailed as e:
     print("failed:", e)
-""" % (os.path.join(ROOT, "client", "python"), DEVICE))
+""" % (PYTHON_PATH, DEVICE))
         self.assert_impostor_untouched()
         self.assertTrue(out.startswith("failed:"), out + err)
         self.assertIn("UntrustedSocketWarning", err)
@@ -161,7 +178,7 @@ try:
     ptoclient.Client(device=%d, timeout=2)
 except ptoclient.ConnectFailed as e:
     print(e)
-""" % (os.path.join(ROOT, "client", "python"), DEVICE))
+""" % (PYTHON_PATH, DEVICE))
         self.assertIn("Cannot connect to ptod at /run/ptod/ptod%d.sock: permission denied; you "
                       "are not in group '%s'" % (DEVICE, group), out + err)
 

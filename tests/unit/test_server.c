@@ -168,7 +168,14 @@ static bool closed_after(int fd, char *got, size_t cap, size_t *ret_len) {
     if (n < 0 && errno != EAGAIN) return false;
     if (n > 0) len += (size_t)n;
     if (len == cap) return false;
-    if (n < 0) uv_run(&fx.loop, UV_RUN_ONCE);
+    if (n < 0) {
+      /* The server's socket is closed on the closer's thread (closer.h),
+       * which the loop does not hear of: run what is ready, then wait for
+       * the peer's end on the client socket itself. */
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      uv_run(&fx.loop, UV_RUN_NOWAIT);
+      poll(&p, 1, 10);
+    }
   }
 }
 
