@@ -37,7 +37,11 @@ class ShmCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.d = harness.Daemon(config={"daemon": {"shm_limit": "256M", "max_message": "512M",
-                                                  "input_limit": "1G"}})
+                                                  "input_limit": "1G",
+                                                  # the 192 MiB inline twin is about
+                                                  # the bytes, not the clock (slow
+                                                  # under sanitizers on a loaded machine)
+                                                  "client_timeout": "600s"}})
 
     @classmethod
     def tearDownClass(cls):
