@@ -447,14 +447,18 @@ static void conn_on_eof(srv_conn_t *conn) {
 
 /* How much the next read may take: the room in the buffer, but while all
  * clients are over clients_memory, a connection without the pass takes no
- * more than its allowance (server.h). */
+ * more than its allowance (server.h).  Bytes that land below what the
+ * buffer is already charged (rcharged) cost nothing more: only those past
+ * it count against the allowance. */
 static size_t read_room(const srv_conn_t *conn) {
   const srv_t *srv = conn->srv;
-  size_t room = conn->rcap - conn->rlen;
+  size_t room = conn->rcap - conn->rlen, free_room;
   uint64_t held = conn_input(conn);
-  if (srv->input >= srv->opts.clients_memory && srv->pass != conn &&
-      held < SRV_INPUT_ALLOWANCE && SRV_INPUT_ALLOWANCE - held < room)
-    room = (size_t)(SRV_INPUT_ALLOWANCE - held);
+  if (srv->input < srv->opts.clients_memory || srv->pass == conn || held >= SRV_INPUT_ALLOWANCE)
+    return room;
+  free_room = conn->rcharged > conn->rlen ? conn->rcharged - conn->rlen : 0;
+  if (free_room + (SRV_INPUT_ALLOWANCE - held) < room)
+    room = free_room + (size_t)(SRV_INPUT_ALLOWANCE - held);
   return room;
 }
 
