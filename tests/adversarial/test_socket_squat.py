@@ -159,6 +159,12 @@ class NotInGroup(DaemonTest):
         os.mkdir("/run/ptod", 0o750)
         self.addCleanup(shutil.rmtree, "/run/ptod", True)
         os.chown("/run/ptod", 0, gid)
+        _, err = run_as(user, "import os; os.stat('/run/ptod')")
+        if err:
+            # Where /run itself is closed to other users (some CI
+            # containers), every user is refused before the group of
+            # /run/ptod matters, and the plain error is the right one.
+            self.skipTest("user %d cannot reach /run/ptod here: %s" % (user, err.strip()))
         daemon = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.addCleanup(daemon.close)
         daemon.bind("/run/ptod/ptod%d.sock" % DEVICE)
