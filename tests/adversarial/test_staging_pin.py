@@ -91,7 +91,7 @@ class StagingPin(DaemonTest):
                    what="the attacker to be cut at output_limit")
         c.close()
         # One area may stay as the device thread's spare (2 MiB here).
-        wait_until(lambda: d.status()["memory"]["free"] >= free_before - 4 * MIB, timeout=60,
+        wait_until(lambda: d.status()["memory"]["free"] >= free_before - 4 * MIB,
                    what="the lent areas to go back to the device")
         ran = d.status()["dispatches"]["ok"]
         report(self, "staging-lent-areas", dispatches_run=ran,

@@ -149,8 +149,11 @@ def write_config(path, sections):
             f.write("\n")
 
 
-def wait_until(predicate, timeout=30, interval=0.005, what="the condition"):
-    """Poll predicate() until it returns a true value (which is returned)."""
+def wait_until(predicate, timeout=240, interval=0.005, what="the condition"):
+    """Poll predicate() until it returns a true value (which is returned).
+    The timeout only bounds a test that fails anyway: it is long enough for
+    a sanitizer build on a loaded machine (a module's ctest TIMEOUT is 300 s,
+    so this failure still names what was awaited)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
