@@ -10,8 +10,9 @@
 
 #include "check_main.h"
 
-/* PROTOCOL.md's "Error names", written out here rather than taken from the
- * X-macro, so a renumbered or dropped code fails. */
+/* The names and codes of docs/protocol.md, "The error map", written out
+ * here rather than taken from the X-macro, so a renumbered or dropped code
+ * fails. */
 static const struct {
   const char *name;
   int code;
