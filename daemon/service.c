@@ -15,8 +15,8 @@
 
 /* ---- methods served on the loop ----------------------------------------- */
 
-/* What ping says the daemon speaks beyond protocol version 1 (PROTOCOL.md
- * 1.1): DFX artefacts in dispatch results, shared-memory arguments. */
+/* What ping says the daemon speaks beyond protocol version 1 (docs/protocol.md,
+ * ping): DFX artefacts in dispatch results, shared-memory arguments. */
 static const char *const ptod_features[] = {"dfx", "shm"};
 
 static void serve_status(ptod_t *d, proto_status_result_t *s) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* shm.h — one connection's shared-memory regions (PROTOCOL.md 1.1, `shm`).
+/* shm.h — one connection's shared-memory regions (docs/protocol.md, `shm`).
  *
  * A client registers a sealed memfd under a name (shm.register, the fd
  * passed with SCM_RIGHTS); dispatch arguments and buffer.write / buffer.read

@@ -104,6 +104,56 @@ static const pto_arg_spec_t prefill_args[] = {
     {"D", "int", 0, "int > 0: head dimension"},
 };
 
+/* Copy K (which 0) or V (which 1), `n` floats, into the cache at `at`. */
+static int prefill_submit_copy(const pto_orch_api_t *api, pto_orch_t *orch, const pto_arg_t *args,
+                               uint32_t which, uint64_t n, uint64_t at) {
+  pto_task_args_t ta;
+  memset(&ta, 0, sizeof ta);
+  ta.ntensors = 2;
+  ta.tensor[0] = pa_view1(&args[which ? AP_V : AP_K], 0, n);
+  ta.dir[0] = PTO_IN;
+  ta.tensor[1] = pa_view1(&args[AP_KV], at, n);
+  ta.dir[1] = PTO_OUT_EXISTING;
+  return api->submit(orch, prefill_copy_kernel, &ta);
+}
+
+/* Head h: scores = Q K^T, softmax over them, out = scores V. */
+static int prefill_submit_head(const pto_orch_api_t *api, pto_orch_t *orch, const pto_arg_t *args,
+                               uint64_t h, uint64_t S, uint64_t D, uint64_t HD) {
+  pto_tensor_t scores;
+  pto_task_args_t ta;
+  int rc;
+
+  memset(&ta, 0, sizeof ta);
+  ta.ntensors = 3;
+  ta.tensor[0] = pa_view2(&args[AP_Q], h * D, S, D, HD);
+  ta.dir[0] = PTO_IN;
+  ta.tensor[1] = pa_view2(&args[AP_K], h * D, S, D, HD);
+  ta.dir[1] = PTO_IN;
+  ta.tensor[2] = pa_out2(S, S);
+  ta.dir[2] = PTO_OUT;
+  rc = api->submit(orch, prefill_scores_kernel, &ta);
+  if (rc) return rc;
+  scores = ta.tensor[2];
+
+  memset(&ta, 0, sizeof ta);
+  ta.ntensors = 1;
+  ta.tensor[0] = scores;
+  ta.dir[0] = PTO_INOUT;
+  rc = api->submit(orch, prefill_softmax_kernel, &ta);
+  if (rc) return rc;
+
+  memset(&ta, 0, sizeof ta);
+  ta.ntensors = 3;
+  ta.tensor[0] = scores;
+  ta.dir[0] = PTO_IN;
+  ta.tensor[1] = pa_view2(&args[AP_V], h * D, S, D, HD);
+  ta.dir[1] = PTO_IN;
+  ta.tensor[2] = pa_view2(&args[AP_OUT], h * D, S, D, HD);
+  ta.dir[2] = PTO_OUT_EXISTING;
+  return api->submit(orch, prefill_pv_kernel, &ta);
+}
+
 static int prefill_orchestrate(const pto_orch_api_t *api, pto_orch_t *orch, const pto_arg_t *args,
                                uint32_t nargs) {
   pa_ctx_t c = {api, orch, "attention_prefill", prefill_args, AP_NARGS, args, nargs};
@@ -147,53 +197,10 @@ static int prefill_orchestrate(const pto_orch_api_t *api, pto_orch_t *orch, cons
   if (rc) return rc;
 
   /* The cache copies first: independent of the heads, they run alongside. */
-  for (uint32_t which = 0; which < 2; which++) {
-    pto_task_args_t ta;
-    memset(&ta, 0, sizeof ta);
-    ta.ntensors = 2;
-    ta.tensor[0] = pa_view1(&args[which ? AP_V : AP_K], 0, S * HD);
-    ta.dir[0] = PTO_IN;
-    ta.tensor[1] = pa_view1(&args[AP_KV], which * T * HD, S * HD);
-    ta.dir[1] = PTO_OUT_EXISTING;
-    rc = api->submit(orch, prefill_copy_kernel, &ta);
-    if (rc) return rc;
-  }
-
-  for (uint64_t h = 0; h < H; h++) {
-    pto_tensor_t scores;
-    pto_task_args_t ta;
-
-    memset(&ta, 0, sizeof ta);
-    ta.ntensors = 3;
-    ta.tensor[0] = pa_view2(&args[AP_Q], h * D, S, D, HD);
-    ta.dir[0] = PTO_IN;
-    ta.tensor[1] = pa_view2(&args[AP_K], h * D, S, D, HD);
-    ta.dir[1] = PTO_IN;
-    ta.tensor[2] = pa_out2(S, S);
-    ta.dir[2] = PTO_OUT;
-    rc = api->submit(orch, prefill_scores_kernel, &ta);
-    if (rc) return rc;
-    scores = ta.tensor[2];
-
-    memset(&ta, 0, sizeof ta);
-    ta.ntensors = 1;
-    ta.tensor[0] = scores;
-    ta.dir[0] = PTO_INOUT;
-    rc = api->submit(orch, prefill_softmax_kernel, &ta);
-    if (rc) return rc;
-
-    memset(&ta, 0, sizeof ta);
-    ta.ntensors = 3;
-    ta.tensor[0] = scores;
-    ta.dir[0] = PTO_IN;
-    ta.tensor[1] = pa_view2(&args[AP_V], h * D, S, D, HD);
-    ta.dir[1] = PTO_IN;
-    ta.tensor[2] = pa_view2(&args[AP_OUT], h * D, S, D, HD);
-    ta.dir[2] = PTO_OUT_EXISTING;
-    rc = api->submit(orch, prefill_pv_kernel, &ta);
-    if (rc) return rc;
-  }
-  return 0;
+  for (uint32_t which = 0; which < 2 && !rc; which++)
+    rc = prefill_submit_copy(api, orch, args, which, S * HD, which * T * HD);
+  for (uint64_t h = 0; h < H && !rc; h++) rc = prefill_submit_head(api, orch, args, h, S, D, HD);
+  return rc;
 }
 
 PTO_PROGRAM_EXPORT = {

@@ -161,22 +161,88 @@ static void note_msgid(proto_reader_t *r, const uint8_t *p, const header_t *h) {
   }
 }
 
+/* Skip what is left of a str/bin/ext payload, as far as len.  Returns
+ * whether all of it is skipped. */
+static bool skip_payload(proto_reader_t *r, size_t len) {
+  uint64_t take = len - r->offset < r->skip ? len - r->offset : r->skip;
+  r->offset += (size_t)take;
+  r->skip -= take;
+  r->need -= take;
+  return r->skip == 0;
+}
+
+static int failed(proto_reader_t *r, int rc) {
+  r->remaining[0] = UINT64_MAX;
+  return rc;
+}
+
+/* Read the header at r->offset of buf[0, len): *h, and the bytes of
+ * payload or the children it announces.  Returns 1 when all of it is
+ * there, 0 when more bytes are needed, or the stream's error: a byte that
+ * is not msgpack, nesting too deep, or a message that cannot fit
+ * max_message. */
+static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header_t *h,
+                       uint64_t *ret_payload, uint64_t *ret_children, pto_error_t *err) {
+  const uint8_t *p = buf + r->offset;
+  uint64_t payload = 0, children = 0, least;
+
+  if (!classify(p[0], h))
+    return failed(r, pto_error_set(err, PTO_E_INVALID_REQUEST,
+                                   "The message holds the reserved byte 0xc1 at byte %zu, which "
+                                   "is not valid msgpack; check the sender's encoder.",
+                                   r->offset));
+  if ((h->kind == ELEM_ARRAY || h->kind == ELEM_MAP) && r->depth >= PROTO_MAX_DEPTH)
+    return failed(r, pto_error_set(err, PTO_E_INVALID_REQUEST,
+                                   "The message nests containers more than %d deep (at byte %zu); "
+                                   "send a flatter message.",
+                                   PROTO_MAX_DEPTH, r->offset));
+  /* The header alone must fit, before waiting for the rest of it. */
+  least = (uint64_t)r->offset + h->len - 1 + r->need;
+  if (least > r->max_message) return too_large(r, h, 0, least, err);
+  if (len - r->offset < h->len) return 0;
+
+  if (h->kind == ELEM_ARRAY || h->kind == ELEM_MAP) {
+    children = h->size_len ? read_be(p + 1, h->size_len) : h->fixed;
+    if (h->kind == ELEM_MAP) children *= 2;
+  } else if (h->kind == ELEM_PAYLOAD) {
+    payload = h->size_len ? read_be(p + 1, h->size_len) : h->fixed;
+  }
+  least = (uint64_t)r->offset + h->len + r->need - 1 + payload + children;
+  if (least > r->max_message) {
+    uint64_t claim = h->kind == ELEM_MAP ? children / 2 : children + payload;
+    return too_large(r, h, claim, least, err);
+  }
+  *ret_payload = payload;
+  *ret_children = children;
+  return 1;
+}
+
+/* Count the children a container header announces against max_objects. */
+static int count_objects(proto_reader_t *r, uint64_t children, pto_error_t *err) {
+  r->declared += children;
+  if (!r->max_objects || r->declared <= r->max_objects) return 0;
+  pto_error_set(err, PTO_E_MESSAGE_TOO_LARGE,
+                "The message holds more than max_objects = %" PRIu64 " msgpack objects (a "
+                "container at byte %zu makes it at least %" PRIu64 "); each takes memory "
+                "once decoded: send fewer per message or raise max_objects.",
+                r->max_objects, r->offset, r->declared);
+  if (err) {
+    err->requested = r->declared;
+    err->capacity = r->max_objects;
+  }
+  return failed(r, -PTO_E_MESSAGE_TOO_LARGE);
+}
+
 int proto_reader_feed(proto_reader_t *r, const void *data, size_t len, size_t *ret_length,
                       pto_error_t *ret_err) {
   const uint8_t *buf = data;
   if (r->remaining[0] == UINT64_MAX) return failed_before(r, ret_err);
   for (;;) {
     header_t h;
-    const uint8_t *p;
-    uint64_t payload = 0, children = 0, least;
+    uint64_t payload = 0, children = 0;
+    int rc;
 
-    if (r->skip > 0) {
-      uint64_t take = len - r->offset < r->skip ? len - r->offset : r->skip;
-      r->offset += (size_t)take;
-      r->skip -= take;
-      r->need -= take;
-      if (r->skip > 0) return 0;
-    }
+    if (r->skip > 0 && !skip_payload(r, len)) return 0;
     while (r->depth > 0 && r->remaining[r->depth] == 0) r->depth--;
     if (r->depth == 0 && r->remaining[0] == 0) {
       *ret_length = r->offset;
@@ -184,53 +250,11 @@ int proto_reader_feed(proto_reader_t *r, const void *data, size_t len, size_t *r
     }
     if (r->offset >= len) return 0;
 
-    p = buf + r->offset;
-    if (!classify(p[0], &h)) {
-      r->remaining[0] = UINT64_MAX;
-      return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
-                           "The message holds the reserved byte 0xc1 at byte %zu, which is not "
-                           "valid msgpack; check the sender's encoder.",
-                           r->offset);
-    }
-    if ((h.kind == ELEM_ARRAY || h.kind == ELEM_MAP) && r->depth >= PROTO_MAX_DEPTH) {
-      r->remaining[0] = UINT64_MAX;
-      return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
-                           "The message nests containers more than %d deep (at byte %zu); "
-                           "send a flatter message.",
-                           PROTO_MAX_DEPTH, r->offset);
-    }
-    /* The header alone must fit, before waiting for the rest of it. */
-    least = (uint64_t)r->offset + h.len - 1 + r->need;
-    if (least > r->max_message) return too_large(r, &h, 0, least, ret_err);
-    if (len - r->offset < h.len) return 0;
-
-    if (h.kind == ELEM_ARRAY || h.kind == ELEM_MAP) {
-      children = h.size_len ? read_be(p + 1, h.size_len) : h.fixed;
-      if (h.kind == ELEM_MAP) children *= 2;
-    } else if (h.kind == ELEM_PAYLOAD) {
-      payload = h.size_len ? read_be(p + 1, h.size_len) : h.fixed;
-    }
-    least = (uint64_t)r->offset + h.len + r->need - 1 + payload + children;
-    if (least > r->max_message) {
-      uint64_t claim = h.kind == ELEM_MAP ? children / 2 : children + payload;
-      return too_large(r, &h, claim, least, ret_err);
-    }
-
-    r->declared += children;
-    if (r->max_objects && r->declared > r->max_objects) {
-      r->remaining[0] = UINT64_MAX;
-      pto_error_set(ret_err, PTO_E_MESSAGE_TOO_LARGE,
-                    "The message holds more than max_objects = %" PRIu64 " msgpack objects (a "
-                    "container at byte %zu makes it at least %" PRIu64 "); each takes memory "
-                    "once decoded: send fewer per message or raise max_objects.",
-                    r->max_objects, r->offset, r->declared);
-      if (ret_err) {
-        ret_err->requested = r->declared;
-        ret_err->capacity = r->max_objects;
-      }
-      return -PTO_E_MESSAGE_TOO_LARGE;
-    }
-    note_msgid(r, p, &h);
+    rc = read_header(r, buf, len, &h, &payload, &children, ret_err);
+    if (rc <= 0) return rc;
+    rc = count_objects(r, children, ret_err);
+    if (rc) return rc;
+    note_msgid(r, buf + r->offset, &h);
     if (r->depth == 0 && h.kind == ELEM_ARRAY) r->top_count = (uint32_t)children;
     r->objects++;
     r->remaining[r->depth]--;

@@ -181,12 +181,107 @@ static int arena_region_fit(rt_runtime_t *rt, rt_region_t *g, uint64_t bytes, bo
   return 0;
 }
 
+static void arena_result(rt_arena_result_t *ret, bool hit, uint64_t build_us, uint64_t key,
+                         uint64_t bytes) {
+  if (!ret) return;
+  ret->hit = hit;
+  ret->build_us = build_us;
+  ret->key = key;
+  ret->bytes = bytes;
+}
+
+/* Whether the slot holds the arena of `sizing` (key: its pto_sizing_key);
+ * a lookup (not a prewarm) counts as a hit or a miss. */
+static bool arena_cached(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t key,
+                         bool lookup) {
+  const rt_arena_t *a = &rt->arena;
+  bool hit;
+  pthread_mutex_lock(&rt->stats_lock);
+  hit = a->valid && a->key == key && pto_sizing_equal(&a->sizing, sizing);
+  if (lookup) {
+    if (hit)
+      rt->cache.hits++;
+    else
+      rt->cache.misses++;
+  }
+  pthread_mutex_unlock(&rt->stats_lock);
+  return hit;
+}
+
+/* Grow-only: keep a region that is large enough, unless keeping it would
+ * hold more than the memory allowed (the larger meta region goes first). */
+static void arena_choose_kept(rt_runtime_t *rt, uint64_t need_meta, uint64_t need_heap,
+                              uint64_t bytes_available, bool *ret_keep_meta,
+                              bool *ret_keep_heap) {
+  uint64_t have_meta = arena_region_bytes(rt->dev, &rt->arena.meta);
+  uint64_t have_heap = arena_region_bytes(rt->dev, &rt->arena.heap);
+  bool keep_meta = have_meta >= need_meta, keep_heap = have_heap >= need_heap;
+  if ((keep_meta ? have_meta : need_meta) + (keep_heap ? have_heap : need_heap) >
+      bytes_available) {
+    if (keep_meta && have_meta > need_meta) keep_meta = false;
+    if ((keep_meta ? have_meta : need_meta) + (keep_heap ? have_heap : need_heap) >
+        bytes_available)
+      keep_heap = false;
+  }
+  *ret_keep_meta = keep_meta;
+  *ret_keep_heap = keep_heap;
+}
+
+/* The slot's counters after a build of build_us (or, with ok false, after
+ * a build that failed and left the slot empty). */
+static void arena_note_build(rt_runtime_t *rt, bool ok, uint64_t build_us) {
+  pthread_mutex_lock(&rt->stats_lock);
+  rt->cache.valid = ok;
+  if (!ok) {
+    rt->cache.bytes = 0;
+  } else {
+    rt->cache.sizing = rt->arena.sizing;
+    rt->cache.key = rt->arena.key;
+    rt->cache.bytes = arena_region_bytes(rt->dev, &rt->arena.meta) +
+                      arena_region_bytes(rt->dev, &rt->arena.heap);
+    rt->cache.builds++;
+    rt->cache.last_build_us = build_us;
+    rt->cache.total_build_us += build_us;
+  }
+  pthread_mutex_unlock(&rt->stats_lock);
+}
+
+/* Build the arena of `sizing` (layout l) in the slot, reusing what it
+ * can; the workers are kept off it meanwhile. */
+static int arena_build(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t key,
+                       const arena_layout_t *l, uint64_t need_meta, uint64_t need_heap,
+                       uint64_t bytes_available, uint64_t *ret_build_us) {
+  rt_arena_t *a = &rt->arena;
+  uint64_t t0 = rt_now_ns();
+  bool keep_meta, keep_heap;
+  int rc;
+
+  rt_gate_close(rt);
+  a->valid = false;
+  arena_choose_kept(rt, need_meta, need_heap, bytes_available, &keep_meta, &keep_heap);
+  rc = arena_region_fit(rt, &a->meta, l->meta_bytes, keep_meta);
+  if (rc == 0) rc = arena_region_fit(rt, &a->heap, l->heap_bytes, keep_heap);
+  if (rc < 0) {
+    arena_release(rt);
+    arena_note_build(rt, false, 0);
+    return rc;
+  }
+  arena_init(rt, l, sizing);
+  memset(&a->sizing, 0, sizeof a->sizing);
+  memcpy(a->sizing.value, sizing->value, sizeof a->sizing.value);
+  a->key = key;
+  a->valid = true;
+  *ret_build_us = (rt_now_ns() - t0) / 1000u;
+  arena_note_build(rt, true, *ret_build_us);
+  rt_gate_open(rt);
+  return 0;
+}
+
 int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t bytes_available,
                  bool lookup, rt_arena_result_t *ret, pto_error_t *err) {
   rt_arena_t *a = &rt->arena;
-  uint64_t key = pto_sizing_key(sizing), need_meta, need_heap, need, t0, build_us;
+  uint64_t key = pto_sizing_key(sizing), need_meta, need_heap, need, build_us = 0;
   arena_layout_t l;
-  bool keep_meta, keep_heap;
   int rc;
 
   for (int f = 0; f < PTO_FIELD_COUNT; f++)
@@ -194,77 +289,19 @@ int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t
       rc = pto_sizing_check_value((pto_ring_field_t)f, sizing->value[f][r], err);
       if (rc) return rc;
     }
-
-  pthread_mutex_lock(&rt->stats_lock);
-  if (a->valid && a->key == key && pto_sizing_equal(&a->sizing, sizing)) {
-    if (lookup) rt->cache.hits++;
-    pthread_mutex_unlock(&rt->stats_lock);
-    if (ret) {
-      ret->hit = true;
-      ret->build_us = 0;
-      ret->key = key;
-      ret->bytes = arena_region_bytes(rt->dev, &a->meta) + arena_region_bytes(rt->dev, &a->heap);
-    }
+  if (arena_cached(rt, sizing, key, lookup)) {
+    arena_result(ret, true, 0, key,
+                 arena_region_bytes(rt->dev, &a->meta) + arena_region_bytes(rt->dev, &a->heap));
     return 0;
   }
-  if (lookup) rt->cache.misses++;
-  pthread_mutex_unlock(&rt->stats_lock);
 
   if (!arena_layout(sizing, &l)) return arena_oom(err, UINT64_MAX, bytes_available);
   need_meta = dev_mem_round(rt->dev, l.meta_bytes);
   need_heap = dev_mem_round(rt->dev, l.heap_bytes);
   need = arena_add_sat(need_meta, need_heap);
   if (need > bytes_available) return arena_oom(err, need, bytes_available);
-
-  t0 = rt_now_ns();
-  rt_gate_close(rt);
-  a->valid = false;
-  /* Grow-only: keep a region that is large enough, unless keeping it would
-   * hold more than the memory allowed. */
-  keep_meta = arena_region_bytes(rt->dev, &a->meta) >= need_meta;
-  keep_heap = arena_region_bytes(rt->dev, &a->heap) >= need_heap;
-  if ((keep_meta ? arena_region_bytes(rt->dev, &a->meta) : need_meta) +
-          (keep_heap ? arena_region_bytes(rt->dev, &a->heap) : need_heap) >
-      bytes_available) {
-    if (keep_meta && arena_region_bytes(rt->dev, &a->meta) > need_meta) keep_meta = false;
-    if ((keep_meta ? arena_region_bytes(rt->dev, &a->meta) : need_meta) +
-            (keep_heap ? arena_region_bytes(rt->dev, &a->heap) : need_heap) >
-        bytes_available)
-      keep_heap = false;
-  }
-  rc = arena_region_fit(rt, &a->meta, l.meta_bytes, keep_meta);
-  if (rc == 0) rc = arena_region_fit(rt, &a->heap, l.heap_bytes, keep_heap);
-  if (rc < 0) {
-    arena_release(rt);
-    pthread_mutex_lock(&rt->stats_lock);
-    rt->cache.valid = false;
-    rt->cache.bytes = 0;
-    pthread_mutex_unlock(&rt->stats_lock);
+  if (arena_build(rt, sizing, key, &l, need_meta, need_heap, bytes_available, &build_us) < 0)
     return arena_oom(err, need, bytes_available);
-  }
-  arena_init(rt, &l, sizing);
-  memset(&a->sizing, 0, sizeof a->sizing);
-  memcpy(a->sizing.value, sizing->value, sizeof a->sizing.value);
-  a->key = key;
-  a->valid = true;
-  build_us = (rt_now_ns() - t0) / 1000u;
-
-  pthread_mutex_lock(&rt->stats_lock);
-  rt->cache.valid = true;
-  rt->cache.sizing = a->sizing;
-  rt->cache.key = key;
-  rt->cache.bytes = arena_region_bytes(rt->dev, &a->meta) + arena_region_bytes(rt->dev, &a->heap);
-  rt->cache.builds++;
-  rt->cache.last_build_us = build_us;
-  rt->cache.total_build_us += build_us;
-  pthread_mutex_unlock(&rt->stats_lock);
-  rt_gate_open(rt);
-
-  if (ret) {
-    ret->hit = false;
-    ret->build_us = build_us;
-    ret->key = key;
-    ret->bytes = rt->cache.bytes;
-  }
+  arena_result(ret, false, build_us, key, rt->cache.bytes);
   return 0;
 }

@@ -199,7 +199,7 @@ typedef struct rt_worker {
    * is rebuilt only when every worker has cleared it (see rt_gate_close). */
   alignas(RT_CACHELINE) _Atomic uint32_t active;
   _Atomic uint64_t completed; /* kernels run (cores) or tasks completed (schedulers) */
-  uint64_t last_kernel_ns;    /* cores: how long the previous kernel ran */
+  uint64_t last_kernel_ns;    /* how long the last kernel it ran took */
 } rt_worker_t;
 
 struct rt_runtime {

@@ -293,29 +293,28 @@ static void rt_wait_done(rt_runtime_t *rt, uint64_t gen) {
   }
 }
 
-int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, uint32_t nargs,
-           const rt_run_config_t *cfg, rt_run_stats_t *ret_stats, pto_error_t *err) {
-  uint32_t active = rt->nsched;
-  rt_trace_t *tr = cfg ? cfg->trace : NULL;
-  uint64_t t0, gen;
-  int code;
-
-  if (!rt->arena.valid)
-    return pto_error_set(err, PTO_E_INTERNAL,
-                         "No arena is built; call rt_ensure_arena before rt_run.");
-  if (!prog || !prog->orchestrate)
-    return pto_error_set(err, PTO_E_INTERNAL, "rt_run needs a program with an orchestration.");
-  if (cfg && cfg->aicpu_thread_num) {
-    if (cfg->aicpu_thread_num < 2 || cfg->aicpu_thread_num > rt->nsched + 1) {
-      pto_error_set(err, PTO_E_INVALID_CONFIG,
-                    "aicpu_thread_num must be in [2, %u] (this ptod starts %u threads), got %u.",
-                    rt->nsched + 1, rt->nsched + 1, cfg->aicpu_thread_num);
-      if (err) snprintf(err->key, sizeof err->key, "aicpu_thread_num");
-      return -PTO_E_INVALID_CONFIG;
-    }
-    active = cfg->aicpu_thread_num - 1;
+/* The schedulers that take part in a run of cfg: all of them unless cfg
+ * names a thread count.  Returns 0, or INVALID_CONFIG for a count this
+ * runtime cannot give. */
+static int rt_run_schedulers(const rt_runtime_t *rt, const rt_run_config_t *cfg,
+                             uint32_t *ret_active, pto_error_t *err) {
+  *ret_active = rt->nsched;
+  if (!cfg || !cfg->aicpu_thread_num) return 0;
+  if (cfg->aicpu_thread_num < 2 || cfg->aicpu_thread_num > rt->nsched + 1) {
+    pto_error_set(err, PTO_E_INVALID_CONFIG,
+                  "aicpu_thread_num must be in [2, %u] (this ptod starts %u threads), got %u.",
+                  rt->nsched + 1, rt->nsched + 1, cfg->aicpu_thread_num);
+    if (err) snprintf(err->key, sizeof err->key, "aicpu_thread_num");
+    return -PTO_E_INVALID_CONFIG;
   }
+  *ret_active = cfg->aicpu_thread_num - 1;
+  return 0;
+}
 
+/* Set up the run before it is published: no error, fresh peaks, the
+ * program and its arguments, the run's timeouts and its schedulers. */
+static void rt_run_prepare(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args,
+                           uint32_t nargs, const rt_run_config_t *cfg, uint32_t active) {
   atomic_store(&rt->err_code, 0);
   atomic_store(&rt->err_ready, false);
   for (int r = 0; r < PTO_RING_COUNT; r++) {
@@ -335,6 +334,60 @@ int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, u
     atomic_store(&rt->active_sched, active);
     rt_park_wake_all(&rt->idle_park);
   }
+}
+
+/* Have the watchdog watch run `gen`, started at t0, for its run_timeout. */
+static void rt_watch_begin(rt_runtime_t *rt, uint64_t gen, uint64_t t0) {
+  uint64_t slice = rt->run_timeout_ns / 4, old;
+  if (slice < 1000000u) slice = 1000000u;
+  old = atomic_exchange(&rt->wd_slice_ns, slice);
+  /* Scheduler 0 may sleep with the longer slice: have it take this one
+   * (it reads the slice after announcing its sleep, so this is never
+   * lost). */
+  if (slice < old) rt_park_wake_all(&rt->sched_park);
+  pthread_mutex_lock(&rt->wd_lock);
+  rt->wd_gen = gen;
+  rt->wd_timeout_ns = rt->run_timeout_ns;
+  rt->wd_progress = rt_progress(rt);
+  rt->wd_at = t0;
+  pthread_mutex_unlock(&rt->wd_lock);
+}
+
+static void rt_watch_end(rt_runtime_t *rt) {
+  pthread_mutex_lock(&rt->wd_lock);
+  rt->wd_gen = 0;
+  pthread_mutex_unlock(&rt->wd_lock);
+}
+
+/* The run's figures, from the rings; the run began at t0. */
+static void rt_run_stats(const rt_runtime_t *rt, uint64_t t0, rt_run_stats_t *ret_stats) {
+  memset(ret_stats, 0, sizeof *ret_stats);
+  for (int r = 0; r < PTO_RING_COUNT; r++) {
+    const rt_ring_t *ring = &rt->rings[r];
+    ret_stats->ring_tasks[r] = ring->next_id - ring->run_first_id;
+    ret_stats->tasks += ret_stats->ring_tasks[r];
+    ret_stats->peak_tasks[r] = ring->peak_tasks;
+    ret_stats->peak_heap[r] = ring->peak_heap;
+    ret_stats->peak_dep_pool[r] = ring->peak_deps;
+  }
+  ret_stats->run_us = (rt_now_ns() - t0) / 1000u;
+}
+
+int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, uint32_t nargs,
+           const rt_run_config_t *cfg, rt_run_stats_t *ret_stats, pto_error_t *err) {
+  uint32_t active;
+  rt_trace_t *tr = cfg ? cfg->trace : NULL;
+  uint64_t t0, gen;
+  int code;
+
+  if (!rt->arena.valid)
+    return pto_error_set(err, PTO_E_INTERNAL,
+                         "No arena is built; call rt_ensure_arena before rt_run.");
+  if (!prog || !prog->orchestrate)
+    return pto_error_set(err, PTO_E_INTERNAL, "rt_run needs a program with an orchestration.");
+  code = rt_run_schedulers(rt, cfg, &active, err);
+  if (code) return code;
+  rt_run_prepare(rt, prog, args, nargs, cfg, active);
 
   t0 = rt_now_ns();
   if (tr && trace_begin(tr, rt, t0) < 0)
@@ -342,45 +395,18 @@ int rt_run(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args, u
   rt->orch.trace = tr;
   atomic_store_explicit(&rt->trace, tr, memory_order_relaxed);
   gen = atomic_fetch_add_explicit(&rt->run_gen, 1, memory_order_release) + 1;
-  {
-    uint64_t slice = rt->run_timeout_ns / 4, old;
-    if (slice < 1000000u) slice = 1000000u;
-    old = atomic_exchange(&rt->wd_slice_ns, slice);
-    /* Scheduler 0 may sleep with the longer slice: have it take this one
-     * (it reads the slice after announcing its sleep, so this is never
-     * lost). */
-    if (slice < old) rt_park_wake_all(&rt->sched_park);
-  }
-  pthread_mutex_lock(&rt->wd_lock);
-  rt->wd_gen = gen;
-  rt->wd_timeout_ns = rt->run_timeout_ns;
-  rt->wd_progress = rt_progress(rt);
-  rt->wd_at = t0;
-  pthread_mutex_unlock(&rt->wd_lock);
+  rt_watch_begin(rt, gen, t0);
   /* The orchestration runs here: no hand-off to start it. */
   orch_run(rt, gen);
   rt_wait_done(rt, gen);
-  pthread_mutex_lock(&rt->wd_lock);
-  rt->wd_gen = 0;
-  pthread_mutex_unlock(&rt->wd_lock);
+  rt_watch_end(rt);
   if (tr) {
     trace_end(tr, rt_now_ns());
     rt->orch.trace = NULL;
     atomic_store_explicit(&rt->trace, NULL, memory_order_relaxed);
   }
 
-  if (ret_stats) {
-    memset(ret_stats, 0, sizeof *ret_stats);
-    for (int r = 0; r < PTO_RING_COUNT; r++) {
-      rt_ring_t *ring = &rt->rings[r];
-      ret_stats->ring_tasks[r] = ring->next_id - ring->run_first_id;
-      ret_stats->tasks += ret_stats->ring_tasks[r];
-      ret_stats->peak_tasks[r] = ring->peak_tasks;
-      ret_stats->peak_heap[r] = ring->peak_heap;
-      ret_stats->peak_dep_pool[r] = ring->peak_deps;
-    }
-    ret_stats->run_us = (rt_now_ns() - t0) / 1000u;
-  }
+  if (ret_stats) rt_run_stats(rt, t0, ret_stats);
   code = atomic_load(&rt->err_code);
   if (!code) {
     pto_error_clear(err);

@@ -9,9 +9,9 @@
  * created by rt_create and kept until rt_destroy; between runs they sleep
  * (an idle runtime uses no CPU).  A run of one short task wakes none of
  * them: its caller does it all, with no hand-off to pay.
- * The semantics (four rings, scopes, the tensor map, errors) are those of
- * shared/design/RUNTIME.md; docs/runtime.md explains them to program
- * authors.
+ * The semantics (four rings, scopes, the tensor map, errors) are written
+ * for program authors in docs/runtime.md; include/pto/program.h is the
+ * programs' side of the contract.
  *
  * A run needs an arena: everything a run uses for one resolved sizing
  * vector (task windows, heaps, dependency pools, tensor map, queues),

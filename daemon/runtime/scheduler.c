@@ -130,7 +130,45 @@ void sched_note_kernel(rt_runtime_t *rt, pto_kernel_fn kernel, uint64_t ns) {
   note_kernel(&rt->tiny_kernel, kernel, ns, RT_TINY_KERNEL_NS, RT_LONG_KERNEL_NS);
 }
 
-static void worker_run_kernel(rt_worker_t *w, rt_task_t *t);
+/* One more task done by w (its kernel run or skipped, or a completion
+ * taken over); w's thread alone writes it. */
+static inline void worker_count(rt_worker_t *w) {
+  atomic_store_explicit(&w->completed,
+                        atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* Run t's kernel on w's thread, record it on w's lane, note its length
+ * (w->last_kernel_ns, sched_note_kernel) and count it as w's; once the run
+ * has failed the kernel is skipped, but still counted. */
+static void worker_run_kernel(rt_worker_t *w, rt_task_t *t) {
+  rt_runtime_t *rt = w->rt;
+  if (!rt_failed(rt)) {
+    rt_ring_t *ring = &rt->rings[t->ring];
+    uint64_t t0 = rt_now_ns();
+    rt_trace_t *tr;
+    t->kernel(&ring->payloads[t->id & ring->mask].args);
+    w->last_kernel_ns = rt_now_ns() - t0;
+    tr = trace_of(rt);
+    if (tr) trace_ran(tr, rt, t, w->index, t0, t0 + w->last_kernel_ns);
+    sched_note_kernel(rt, t->kernel, w->last_kernel_ns);
+  }
+  worker_count(w);
+}
+
+/* A core's kernel: one guessed long (from this core's previous one) makes
+ * the core unavailable while it runs, so that queued work wakes another
+ * core rather than wait behind this one. */
+static void core_run_kernel(rt_worker_t *w, rt_task_t *t) {
+  rt_runtime_t *rt = w->rt;
+  bool long_kernel = !rt_failed(rt) && w->last_kernel_ns >= RT_LONG_KERNEL_NS;
+  if (long_kernel) {
+    rt_park_avail(&rt->core_park, -1);
+    if (rt_queue_nonempty(&rt->ready)) rt_park_notify(&rt->core_park);
+  }
+  worker_run_kernel(w, t);
+  if (long_kernel) rt_park_avail(&rt->core_park, +1);
+}
 
 static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
   rt_runtime_t *rt = w->rt;
@@ -139,14 +177,12 @@ static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
     /* Before the completion: it may end the run, and the record with it. */
     if (tr) trace_handoff(tr, rt, t, trace_sched_lane(rt, w->index), rt_now_ns());
     sched_complete(rt, t, SC_QUEUE, NULL);
-    atomic_store_explicit(&w->completed,
-                          atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    worker_count(w);
     return;
   }
   while (t) {
     rt_task_t *next = NULL;
-    worker_run_kernel(w, t);
+    core_run_kernel(w, t);
     /* With long kernels waiting, leave the bookkeeping to a scheduler and
      * go back to them; otherwise doing it here is cheaper than any
      * hand-off, and a consumer it makes ready runs here next. */
@@ -160,47 +196,8 @@ static void worker_run_task(rt_worker_t *w, rt_task_t *t) {
   }
 }
 
-static void worker_run_kernel(rt_worker_t *w, rt_task_t *t) {
-  rt_runtime_t *rt = w->rt;
-  if (!rt_failed(rt)) {
-    rt_ring_t *ring = &rt->rings[t->ring];
-    /* Guess this kernel's length from this core's previous one. */
-    bool long_kernel = w->last_kernel_ns >= RT_LONG_KERNEL_NS;
-    uint64_t t0;
-    if (long_kernel) {
-      /* Busy for long: not available, so queued work wakes another core
-       * rather than wait behind this one. */
-      rt_park_avail(&rt->core_park, -1);
-      if (rt_queue_nonempty(&rt->ready)) rt_park_notify(&rt->core_park);
-    }
-    rt_trace_t *tr;
-    t0 = rt_now_ns();
-    t->kernel(&ring->payloads[t->id & ring->mask].args);
-    w->last_kernel_ns = rt_now_ns() - t0;
-    tr = trace_of(rt);
-    if (tr) trace_ran(tr, rt, t, w->index, t0, t0 + w->last_kernel_ns);
-    sched_note_kernel(rt, t->kernel, w->last_kernel_ns);
-    if (long_kernel) rt_park_avail(&rt->core_park, +1);
-  }
-  atomic_store_explicit(&w->completed,
-                        atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
-}
-
 void sched_run_inline(rt_runtime_t *rt, rt_worker_t *h, rt_task_t *t) {
-  if (!rt_failed(rt)) {
-    rt_ring_t *ring = &rt->rings[t->ring];
-    uint64_t t0 = rt_now_ns(), t1;
-    rt_trace_t *tr;
-    t->kernel(&ring->payloads[t->id & ring->mask].args);
-    t1 = rt_now_ns();
-    tr = trace_of(rt);
-    if (tr) trace_ran(tr, rt, t, h->index, t0, t1);
-    sched_note_kernel(rt, t->kernel, t1 - t0);
-  }
-  atomic_store_explicit(&h->completed,
-                        atomic_load_explicit(&h->completed, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+  worker_run_kernel(h, t);
   sched_complete(rt, t, SC_QUEUE_ONE, NULL);
 }
 
@@ -214,25 +211,13 @@ bool sched_help(rt_runtime_t *rt, rt_worker_t *h, bool short_only) {
     }
     /* The orchestrator runs one task and goes back to submitting; rt_run's
      * caller, done orchestrating, follows a chain as far as it goes. */
+    if (short_only) {
+      sched_run_inline(rt, h, t);
+      return true;
+    }
     while (t) {
       rt_task_t *next = NULL;
-      if (!rt_failed(rt)) {
-        rt_ring_t *ring = &rt->rings[t->ring];
-        uint64_t t0 = rt_now_ns(), t1;
-        rt_trace_t *tr;
-        t->kernel(&ring->payloads[t->id & ring->mask].args);
-        t1 = rt_now_ns();
-        tr = trace_of(rt);
-        if (tr) trace_ran(tr, rt, t, h->index, t0, t1);
-        sched_note_kernel(rt, t->kernel, t1 - t0);
-      }
-      atomic_store_explicit(&h->completed,
-                            atomic_load_explicit(&h->completed, memory_order_relaxed) + 1,
-                            memory_order_relaxed);
-      if (short_only) {
-        sched_complete(rt, t, SC_QUEUE_ONE, NULL);
-        break;
-      }
+      worker_run_kernel(h, t);
       sched_complete(rt, t, SC_KEEP, &next);
       t = next;
     }

@@ -16,6 +16,7 @@
 #include <pto/client.h>
 #include <pto/version.h>
 
+#include "check_main.h"
 #include "fixture.h"
 #include "methods.h"
 #include "paths.h"
@@ -1087,11 +1088,4 @@ static Suite *client_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(client_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
-}
+PTO_CHECK_MAIN(client_suite)

@@ -9,6 +9,7 @@
 
 #include <pto/client.h>
 
+#include "check_main.h"
 #include "fixture.h"
 
 static tdaemon_t daemon_;
@@ -101,19 +102,15 @@ START_TEST(artefacts_of_a_failed_dispatch) {
 }
 END_TEST
 
-int main(void) {
+static Suite *client_dfx_suite(void) {
   Suite *s = suite_create("client_dfx");
   TCase *tc = tcase_create("dfx");
-  SRunner *sr;
-  int failed;
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, artefacts_in_the_result);
   tcase_add_test(tc, artefacts_of_a_failed_dispatch);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(client_dfx_suite)

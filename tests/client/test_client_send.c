@@ -17,6 +17,7 @@
 #include <msgpack.h>
 #include <pto/client.h>
 
+#include "check_main.h"
 #include "fixture.h"
 #include "methods.h"
 
@@ -189,7 +190,7 @@ START_TEST(sending_costs_no_memory_the_size_of_the_payload) {
 }
 END_TEST
 
-int main(void) {
+static Suite *client_send_suite(void) {
   Suite *s = suite_create("client_send");
   TCase *tc = tcase_create("send");
   tcase_set_timeout(tc, 60);
@@ -198,9 +199,7 @@ int main(void) {
   tcase_add_test(tc, large_inline_arg_in_small_pieces);
   tcase_add_test(tc, sending_costs_no_memory_the_size_of_the_payload);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(client_send_suite)

@@ -18,6 +18,7 @@
 
 #include <pto/client.h>
 
+#include "check_main.h"
 #include "fixture.h"
 
 #define MIB (1u << 20)
@@ -388,11 +389,9 @@ START_TEST(no_fd_left_behind) {
 }
 END_TEST
 
-int main(void) {
+static Suite *client_shm_suite(void) {
   Suite *s = suite_create("client_shm");
   TCase *tc = tcase_create("shm");
-  SRunner *sr;
-  int failed;
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, ping_lists_the_feature);
@@ -404,9 +403,7 @@ int main(void) {
   tcase_add_test(tc, no_fd_left_behind);
   tcase_add_test(tc, a_daemon_without_the_feature);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(client_shm_suite)

@@ -22,6 +22,7 @@
 #include <msgpack.h>
 #include <pto/client.h>
 
+#include "check_main.h"
 #include "fixture.h"
 #include "msgpack_build.h"
 #include "reader.h"
@@ -577,11 +578,9 @@ START_TEST(answers_back_to_back_in_one_write) {
 }
 END_TEST
 
-int main(void) {
+static Suite *client_wire_suite(void) {
   Suite *s = suite_create("client_wire");
   TCase *tc = tcase_create("wire");
-  SRunner *sr;
-  int failed;
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, requests_on_the_wire);
@@ -594,9 +593,7 @@ int main(void) {
   tcase_add_test(tc, results_freed_on_another_thread);
   tcase_add_test(tc, answers_back_to_back_in_one_write);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(client_wire_suite)

@@ -11,6 +11,7 @@
 
 #include <pto/client.h>
 
+#include "check_main.h"
 #include "fixture.h"
 
 #define PTOCTL PTOD_BINARY_DIR "/client/ptoctl"
@@ -208,7 +209,7 @@ START_TEST(ptoctl_points_out_sizing_env_once) {
 }
 END_TEST
 
-int main(void) {
+static Suite *env_suite(void) {
   Suite *s = suite_create("env");
   TCase *tc = tcase_create("env");
   tcase_add_checked_fixture(tc, setup, teardown);
@@ -220,9 +221,7 @@ int main(void) {
   tcase_add_test(tc, sizing_env_note);
   tcase_add_test(tc, ptoctl_points_out_sizing_env_once);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(env_suite)

@@ -10,6 +10,7 @@
 
 #include <pto/version.h>
 
+#include "check_main.h"
 #include "fixture.h"
 
 static tdaemon_t d0;
@@ -131,17 +132,13 @@ START_TEST(test_build_example_against_install) {
 }
 END_TEST
 
-int main(void) {
+static Suite *install_suite(void) {
   Suite *s = suite_create("install");
   TCase *tc = tcase_create("install");
-  SRunner *sr;
-  int failed;
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_build_example_against_install);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return s;
 }
+
+PTO_CHECK_MAIN(install_suite)

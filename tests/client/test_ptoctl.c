@@ -12,6 +12,7 @@
 #include <pto/client.h>
 #include <pto/version.h>
 
+#include "check_main.h"
 #include "fixture.h"
 #include "paths.h"
 
@@ -535,11 +536,4 @@ static Suite *ptoctl_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(ptoctl_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
-}
+PTO_CHECK_MAIN(ptoctl_suite)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "fixture.h"
 
 /* npm's defaults retry a registry it cannot reach for over a minute; one
@@ -60,17 +61,13 @@ START_TEST(test_msgpack5rpc_client) {
 }
 END_TEST
 
-int main(void) {
+static Suite *thirdparty_suite(void) {
   Suite *s = suite_create("thirdparty");
   TCase *tc = tcase_create("msgpack5rpc");
-  SRunner *sr;
-  int failed;
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_msgpack5rpc_client);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return s;
 }
+
+PTO_CHECK_MAIN(thirdparty_suite)

@@ -44,7 +44,7 @@ SMALL_SIZING = {
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "LeakSanitizer", "runtime error:",
                      "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
 
-# Error codes of PROTOCOL.md.
+# Error codes of docs/protocol.md, "The error map".
 CODES = {
     "SCOPE_DEADLOCK": 1, "HEAP_RING_DEADLOCK": 2, "FLOW_CONTROL_DEADLOCK": 3,
     "DEP_POOL_OVERFLOW": 4, "INVALID_ARGS": 5, "EXPLICIT_ORCH_FATAL": 9,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The connection layer as its users meet it (PROTOCOL.md 1.1, "Flow control,
+"""The connection layer as its users meet it (docs/protocol.md, "Flow control,
 fairness and memory"): a pipelining client is never refused, one connection's
 pipeline does not delay the others, every byte held for a client is bounded,
 answers are never lost to a later error, slow and idle clients are cut off,

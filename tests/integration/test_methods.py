@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Every method of PROTOCOL.md over a real socket, and every kind of bad
+"""Every method of docs/protocol.md over a real socket, and every kind of bad
 request: wrong types, unknown keys at every level (params, args, config),
 values out of range, ring values of the wrong kind, malformed envelopes,
 unknown methods.  One daemon serves the whole module (the requests here

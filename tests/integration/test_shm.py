@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Shared-memory arguments (PROTOCOL.md 1.1, `shm`): a client registers a
+"""Shared-memory arguments (docs/protocol.md, `shm`): a client registers a
 sealed memfd on its connection (the fd as SCM_RIGHTS on the request's
 sendmsg), then names byte ranges of it in dispatch args and buffer.write /
 buffer.read instead of sending the bytes in messages.

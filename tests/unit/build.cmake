@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# The build's own shape (ARCHITECTURE.md): the runtime and the pure rules
-# link no msgpack-c, and no CMakeLists.txt gathers sources by globbing.
+# The build's own shape (the README's layout section): the runtime and the
+# pure rules link no msgpack-c, and no CMakeLists.txt gathers sources by
+# globbing.
 add_test(NAME test_build_layering
   COMMAND ${CMAKE_COMMAND}
     -DNM=${CMAKE_NM}

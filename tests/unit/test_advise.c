@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "advise.h"
 
 static pto_sizing_t peaks_of(uint64_t tasks, uint64_t heap, uint64_t deps) {
@@ -91,18 +92,14 @@ START_TEST(per_program_and_several_sizings) {
 }
 END_TEST
 
-int main(void) {
+static Suite *advise_suite(void) {
   Suite *s = suite_create("advise");
   TCase *tc = tcase_create("advise");
-  SRunner *sr;
-  int failed;
   tcase_add_test(tc, at_or_above_every_peak);
   tcase_add_test(tc, config_lines_for_ring_and_prewarm);
   tcase_add_test(tc, per_program_and_several_sizings);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(advise_suite)

@@ -16,6 +16,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "config.h"
 #include "paths.h"
 
@@ -1424,9 +1425,5 @@ static Suite *e2e_suite(void) {
 
 int main(int argc, char **argv) {
   bool e2e = argc > 1 && strcmp(argv[1], "--e2e") == 0;
-  SRunner *sr = srunner_create(e2e ? e2e_suite() : config_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return pto_check_run(e2e ? e2e_suite() : config_suite());
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "config.h"
 
 START_TEST(default_is_next_to_the_executable) {
@@ -60,16 +61,14 @@ START_TEST(relative_in_a_file_is_refused) {
 }
 END_TEST
 
-int main(void) {
+static Suite *config_relocate_suite(void) {
   Suite *s = suite_create("config_relocate");
   TCase *tc = tcase_create("programs");
   tcase_add_test(tc, default_is_next_to_the_executable);
   tcase_add_test(tc, config_file_wins);
   tcase_add_test(tc, relative_in_a_file_is_refused);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(config_relocate_suite)

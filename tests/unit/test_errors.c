@@ -8,8 +8,11 @@
 
 #include <pto/errors.h>
 
-/* PROTOCOL.md's "Error names", written out here rather than taken from the
- * X-macro, so a renumbered or dropped code fails. */
+#include "check_main.h"
+
+/* The names and codes of docs/protocol.md, "The error map", written out
+ * here rather than taken from the X-macro, so a renumbered or dropped code
+ * fails. */
 static const struct {
   const char *name;
   int code;
@@ -133,7 +136,7 @@ START_TEST(error_set_and_clear) {
 }
 END_TEST
 
-int main(void) {
+static Suite *errors_suite(void) {
   Suite *s = suite_create("errors");
   TCase *tc = tcase_create("table");
   tcase_add_test(tc, protocol_codes_and_names);
@@ -141,9 +144,7 @@ int main(void) {
   tcase_add_test(tc, unknown_codes_and_names);
   tcase_add_test(tc, error_set_and_clear);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(errors_suite)

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "config.h"
 #include "ptod_run.h"
 
@@ -20,16 +21,12 @@ START_TEST(every_live_key_is_applied) {
 }
 END_TEST
 
-int main(void) {
+static Suite *live_keys_suite(void) {
   Suite *s = suite_create("live_keys");
   TCase *tc = tcase_create("live_keys");
-  SRunner *sr;
-  int failed;
   tcase_add_test(tc, every_live_key_is_applied);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(live_keys_suite)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "methods.h"
 #include "msgpack_build.h"
 
@@ -1005,11 +1006,4 @@ static Suite *methods_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(methods_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+PTO_CHECK_MAIN(methods_suite)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "reference.h"
 #include "seq_orch.h"
 
@@ -889,11 +890,4 @@ static Suite *programs_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(programs_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+PTO_CHECK_MAIN(programs_suite)

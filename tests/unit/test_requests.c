@@ -20,6 +20,7 @@
 
 #include <msgpack.h>
 
+#include "check_main.h"
 #include "ptod.h"
 #include "ptod_run.h"
 #include "request.h"
@@ -293,11 +294,9 @@ START_TEST(drain_answers_waiting_requests) {
 }
 END_TEST
 
-int main(void) {
+static Suite *requests_suite(void) {
   Suite *s = suite_create("requests");
   TCase *tc = tcase_create("wait"), *busy = tcase_create("busy");
-  SRunner *sr;
-  int failed;
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, connections_take_turns);
@@ -308,9 +307,7 @@ int main(void) {
   tcase_add_test(busy, busy_beyond_queue_depth);
   suite_add_tcase(s, tc);
   suite_add_tcase(s, busy);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(requests_suite)

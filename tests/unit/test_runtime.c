@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include "check_main.h"
 #include "runtime_fixture.h"
 #include "rt_internal.h"
 #include "tensormap.h"
@@ -606,11 +607,4 @@ Suite *runtime_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(runtime_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+PTO_CHECK_MAIN(runtime_suite)

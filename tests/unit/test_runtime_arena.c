@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "runtime_fixture.h"
 
 static pto_sizing_t level(uint64_t window, uint64_t heap, uint64_t dep) {
@@ -283,11 +284,4 @@ Suite *runtime_arena_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(runtime_arena_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+PTO_CHECK_MAIN(runtime_arena_suite)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "rt_internal.h"
 #include "runtime_fixture.h"
 
@@ -550,11 +551,4 @@ Suite *runtime_errors_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(runtime_errors_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+PTO_CHECK_MAIN(runtime_errors_suite)

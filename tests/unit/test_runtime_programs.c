@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "reference.h"
 #include "runtime_fixture.h"
 #include "seq_orch.h"
@@ -218,11 +219,4 @@ Suite *runtime_programs_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(runtime_programs_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+PTO_CHECK_MAIN(runtime_programs_suite)

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "runtime_fixture.h"
 #include "trace.h"
 
@@ -157,19 +158,15 @@ START_TEST(a_heap_deadlock_records_the_failing_request) {
 }
 END_TEST
 
-int main(void) {
+static Suite *runtime_trace_suite(void) {
   Suite *s = suite_create("runtime_trace");
   TCase *tc = tcase_create("trace");
-  SRunner *sr;
-  int failed;
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, records_every_task_and_its_dependencies);
   tcase_add_test(tc, a_run_past_the_cap_is_marked_incomplete);
   tcase_add_test(tc, a_heap_deadlock_records_the_failing_request);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(runtime_trace_suite)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "seq_orch.h"
 
 static int kernel_calls;
@@ -420,11 +421,4 @@ static Suite *seq_orch_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(seq_orch_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+PTO_CHECK_MAIN(seq_orch_suite)

@@ -22,6 +22,7 @@
 
 #include <uv.h>
 
+#include "check_main.h"
 #include "server.h"
 #include "server_options.h"
 
@@ -445,11 +446,9 @@ START_TEST(truncated_fds_fail_the_connection) {
 }
 END_TEST
 
-int main(void) {
+static Suite *server_suite(void) {
   Suite *s = suite_create("server");
   TCase *tc = tcase_create("server");
-  SRunner *sr;
-  int failed;
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 30);
   tcase_add_test(tc, max_pending_pauses_and_resumes);
@@ -463,9 +462,7 @@ int main(void) {
   tcase_add_test(tc, too_many_unclaimed_fds_fail_the_connection);
   tcase_add_test(tc, truncated_fds_fail_the_connection);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(server_suite)

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "shm.h"
 
 #define PAGE 4096
@@ -151,19 +152,15 @@ START_TEST(memfd_with_holes_refused) {
 }
 END_TEST
 
-int main(void) {
+static Suite *shm_suite(void) {
   Suite *s = suite_create("shm");
   TCase *tc = tcase_create("shm");
-  SRunner *sr;
-  int failed;
   tcase_add_test(tc, lookup_order_and_totals_across_growth);
   tcase_add_test(tc, count_bounds_per_table_and_in_total);
   tcase_add_test(tc, byte_bound_in_total);
   tcase_add_test(tc, memfd_with_holes_refused);
   suite_add_tcase(s, tc);
-  sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return s;
 }
+
+PTO_CHECK_MAIN(shm_suite)

@@ -12,6 +12,8 @@
 
 #include <pto/sizing.h>
 
+#include "check_main.h"
+
 #define TW PTO_FIELD_TASK_WINDOW
 #define HEAP PTO_FIELD_HEAP
 #define DEP PTO_FIELD_DEP_POOL
@@ -881,10 +883,4 @@ static Suite *sizing_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(sizing_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+PTO_CHECK_MAIN(sizing_suite)

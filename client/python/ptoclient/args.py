@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Dispatch arguments and their wire forms (PROTOCOL.md, "arg forms").
+"""Dispatch arguments and their wire forms (docs/protocol.md, "dispatch").
 
     Buffer("kv")                       {"buffer": "kv"}
     Buffer("kv", offset=o, bytes=n)    {"buffer": "kv", "offset": o, "bytes": n}

@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_TIMEOUT", "CONNECT_TIMEOUT", "PRIORITY_MIN", "PRIORITY_MAX",
 
 DEFAULT_TIMEOUT = 300.0
 CONNECT_TIMEOUT = 10.0
-PRIORITY_MIN, PRIORITY_MAX = -8, 7   # PROTOCOL.md 1.2: lower runs sooner, 0 the default
+PRIORITY_MIN, PRIORITY_MAX = -8, 7   # client/python/README.md: lower runs sooner, 0 the default
 REQUEST_ID_MAX = 64                  # bytes of printable ASCII
 MSGID_MAX = (1 << 32) - 1
 

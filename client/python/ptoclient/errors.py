@@ -132,7 +132,7 @@ class Cancelled(PtoError):
     cancelled)."""
 
 
-# name -> (code, class), as in PROTOCOL.md.
+# name -> (code, class), as in docs/protocol.md, "The error map".
 ERROR_CLASSES = {
     "SCOPE_DEADLOCK": (1, ScopeDeadlock),
     "HEAP_RING_DEADLOCK": (2, HeapRingDeadlock),

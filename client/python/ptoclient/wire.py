@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Messages as bytes on the wire (PROTOCOL.md, "Transport and framing"):
+"""Messages as bytes on the wire (docs/protocol.md, "Transport and framing"):
 what the blocking Client and the asyncio client (ptoclient.aio) both send
 and read.
 
