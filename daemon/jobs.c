@@ -33,25 +33,32 @@ static void encode_error(req_t *req, const pto_error_t *err) {
   proto_pack_response_error(&pk, req->msgid, err);
 }
 
+/* The bytes of the byte strings in a result: a dispatch's outputs,
+ * buffer.read's data. */
+static uint64_t result_bytes(proto_method_t method, const proto_result_t *result) {
+  uint64_t n = 0;
+  if (method == PROTO_M_DISPATCH)
+    for (uint32_t i = 0; i < result->dispatch.noutputs; i++) n += result->dispatch.outputs[i].len;
+  else if (method == PROTO_M_BUFFER_READ)
+    n = result->buffer_read.len;
+  return n;
+}
+
 /* The response, as `method`'s result (the request's own method, but for
  * buffer.read into a region, answered in buffer.write's shape). */
 static void encode_result_as(req_t *req, proto_method_t method, const proto_result_t *result) {
   pto_error_t err;
+  /* Room for every byte string at once: no doubling reallocations, and
+   * huge pages for a large answer (srv_buffer_hint). */
+  size_t need = 4096 + result_bytes(method, result);
   msgpack_sbuffer_clear(&req->response);
-  if (method == PROTO_M_DISPATCH) {
-    /* Room for every output at once: no doubling reallocations, and huge
-     * pages for a large one (srv_buffer_hint). */
-    size_t need = 4096;
-    for (uint32_t i = 0; i < result->dispatch.noutputs; i++)
-      need += result->dispatch.outputs[i].len;
-    if (need >= SRV_HUGE_BUFFER && need > req->response.alloc) {
-      char *data = malloc(need);
-      if (data) {
-        srv_buffer_hint(data, need);
-        free(req->response.data);
-        req->response.data = data;
-        req->response.alloc = need;
-      }
+  if (need >= SRV_HUGE_BUFFER && need > req->response.alloc) {
+    char *data = malloc(need);
+    if (data) {
+      srv_buffer_hint(data, need);
+      free(req->response.data);
+      req->response.data = data;
+      req->response.alloc = need;
     }
   }
   if (proto_encode_response(&req->response, req->msgid, method, result) < 0) {

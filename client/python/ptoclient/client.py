@@ -220,7 +220,9 @@ class Client:
     def _alloc_id(self):
         """The next uint32 msgid, skipping any still in use after a wrap
         (lock held)."""
-        msgid = next_msgid(self._next_id, self._pending, self._abandoned)
+        msgid = self._next_id
+        if msgid in self._pending or msgid in self._abandoned:  # only after a wrap
+            msgid = next_msgid(msgid, self._pending, self._abandoned)
         self._next_id = msgid + 1 if msgid < _MSGID_MAX else 1
         return msgid
 
@@ -485,7 +487,7 @@ class Client:
 
     def _handle(self, msg):
         """One message off the wire (lock held)."""
-        kind, what, detail = classify(msg, "ptod at %s" % self.socket_path)
+        kind, what, detail = classify(msg, self._reader.where)
         if kind == ANSWER:
             if what in self._pending and what not in self._results:
                 self._results[what] = (detail[2], detail[3])

@@ -368,6 +368,17 @@ class Pipelining(Base):
         self.assertEqual((a, b), ((1 << 32) - 1, 1))
         c.gather([a, b])
 
+    def test_msgid_in_use_after_a_wrap_is_skipped(self):
+        s = self.server()
+        c = self.client(s)
+        a = c.send("ping")       # pending, not collected
+        c._abandoned.add(a + 1)  # as a timed-out call's, its answer not yet read
+        c._next_id = a           # where a wrap would bring the counter back
+        b = c.send("ping")
+        self.assertEqual(b, a + 2)
+        c._abandoned.clear()
+        c.gather([a, b])
+
 
 class Timeouts(Base):
     def test_call_timeout_keeps_connection_usable(self):
