@@ -481,10 +481,20 @@ def vector_add(a, b, out=None, **extra):
 HOLD_US = 2000000
 
 
+# noop's longest task (programs/noop.c).
+NOOP_MAX_TASK_US = 10000000
+
+
 def hold_device(daemon, client, task_us=HOLD_US):
     """Send a long noop on client and wait until the device runs it.
-    Returns its msgid."""
-    msgid = client.send("dispatch", noop(tasks=1, task_us=task_us))
+    Returns its msgid.  A hold longer than one noop task is several rounds
+    of tasks, one for each thread that runs tasks in each round: every core,
+    and the orchestrating thread, which runs tasks while it waits (so the
+    hold lasts at least task_us)."""
+    rounds = -(-int(task_us) // NOOP_MAX_TASK_US)
+    workers = int(daemon.sections["device"].get("cores", "1")) + 1
+    msgid = client.send("dispatch", noop(tasks=rounds * workers if rounds > 1 else 1,
+                                         task_us=int(task_us) // rounds))
     wait_until(lambda: daemon.status()["queue"]["running"] == 1, what="the hold to run")
     return msgid
 
