@@ -13,10 +13,10 @@ START_TEST(every_live_key_is_applied) {
   size_t n;
   const cfg_key_t *keys = cfg_key_table(&n);
   for (size_t i = 0; i < n; i++)
-    ck_assert_msg(ptod_live_key_applied(keys[i].section, keys[i].name) == keys[i].live,
+    ck_assert_msg(ptod_live_key_applied(keys[i].section, keys[i].name) == cfg_key_live(&keys[i]),
                   "[%s] %s is %s but %s in ptod.c's live-key table", keys[i].section,
-                  keys[i].name, keys[i].live ? "live" : "restart-only",
-                  keys[i].live ? "missing" : "listed");
+                  keys[i].name, cfg_key_live(&keys[i]) ? "live" : "restart-only",
+                  cfg_key_live(&keys[i]) ? "missing" : "listed");
 }
 END_TEST
 
