@@ -7,8 +7,9 @@
  * (config_value.c) parses and formats it.  The parser, the defaults,
  * cfg_print (--check-config), cfg_diff, cfg_merge_live and the reload's
  * appliers (cfg_live_changes) all walk those rows, and the tests check
- * systemd/ptod.conf and docs/configuration.md against them: a new key is one
- * row plus its member in cfg_t.
+ * systemd/ptod.conf and docs/configuration.md against them.  A new key is
+ * its member in cfg_t and its row; the tests then ask for its line in
+ * docs/configuration.md and its commented default in systemd/ptod.conf.
  *
  * The file, and why it is strict: a knob is never silently dropped.
  *   - Only the sections [daemon], [device], [ring] and [prewarm], and only the

@@ -15,12 +15,12 @@
 #include "config.h"
 #include "config_value.h"
 
-static const char *const sections[] = {"daemon", "device", "metrics", "ring", "prewarm"};
-#define SECTION_COUNT (sizeof(sections) / sizeof(sections[0]))
-
+/* A section is known when some key row names it. */
 static bool section_known(const char *s, size_t len) {
-  for (size_t i = 0; i < SECTION_COUNT; i++)
-    if (strlen(sections[i]) == len && memcmp(sections[i], s, len) == 0) return true;
+  size_t n;
+  const cfg_key_t *keys = cfg_key_table(&n);
+  for (size_t i = 0; i < n; i++)
+    if (strlen(keys[i].section) == len && memcmp(keys[i].section, s, len) == 0) return true;
   return false;
 }
 
