@@ -27,7 +27,7 @@
 #define RING_KEY(sec, nm, member, f, doc)                                                         \
   {                                                                                               \
     sec, nm, CFG_T_RING, offsetof(cfg_t, member.value[f]), MEMBER_SIZE(member.value[f]), 0, 0, f, \
-CFG_APPLY_WHERE_USED, "0,0,0,0", doc                                                                     \
+        CFG_APPLY_WHERE_USED, "0,0,0,0", doc                                                      \
   }
 
 #define KIB(n) ((uint64_t)(n) << 10)
@@ -55,8 +55,8 @@ static const cfg_key_t key_table[] = {
     KEY("daemon", "max_clients", CFG_T_UINT, daemon.max_clients, 1, 65536, CFG_APPLY_SERVER, "256",
         "Connections served at once; raise it for many serving processes (mind the open-files "
         "limit)."),
-    KEY("daemon", "max_message", CFG_T_SIZE, daemon.max_message, KIB(1), GIB(4), CFG_APPLY_SERVER, "64M",
-        "Largest request accepted; raise it to send bigger host inputs in one dispatch."),
+    KEY("daemon", "max_message", CFG_T_SIZE, daemon.max_message, KIB(1), GIB(4), CFG_APPLY_SERVER,
+        "64M", "Largest request accepted; raise it to send bigger host inputs in one dispatch."),
     KEY("daemon", "max_pending", CFG_T_UINT, daemon.max_pending, 1, 65536, CFG_APPLY_SERVER, "1024",
         "Requests one connection may have in flight; raise it for clients that pipeline "
         "deeply."),
@@ -66,47 +66,53 @@ static const cfg_key_t key_table[] = {
     KEY("daemon", "queue_full", CFG_T_QUEUE_FULL, daemon.queue_full, 0, 0, CFG_APPLY_QUEUE, "wait",
         "wait: requests beyond queue_depth wait in their connection (reading pauses at "
         "max_pending); busy: they are answered BUSY at once (fail fast)."),
-    KEY("daemon", "input_limit", CFG_T_SIZE, daemon.input_limit, KIB(64), GIB(64), CFG_APPLY_SERVER, "256M",
+    KEY("daemon", "input_limit", CFG_T_SIZE, daemon.input_limit, KIB(64), GIB(64), CFG_APPLY_SERVER,
+        "256M",
         "Bytes one connection's unread input and decoded requests may hold before the daemon "
         "stops reading it (until answers go out); a lone request may always be read."),
-    KEY("daemon", "clients_memory", CFG_T_SIZE, daemon.clients_memory, MIB(1), GIB(1024), CFG_APPLY_SERVER,
-        "2G",
+    KEY("daemon", "clients_memory", CFG_T_SIZE, daemon.clients_memory, MIB(1), GIB(1024),
+        CFG_APPLY_SERVER, "2G",
         "Bytes held for all clients together (input, decoded requests, unsent answers): over "
         "it each connection is read only up to 64 KiB (and one to finish its message), and "
         "unsent answers over it close the client holding the most."),
-    KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), CFG_APPLY_WHERE_USED, "16G",
+    KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), CFG_APPLY_WHERE_USED,
+        "16G",
         "Bytes of shared memory (shm.register) one connection may have mapped; 0 turns the "
         "shm path off."),
-    KEY("daemon", "shm_regions", CFG_T_UINT, daemon.shm_regions, 1, 65536, CFG_APPLY_WHERE_USED, "1024",
-        "Shared-memory regions one connection may have registered (each is a mapping)."),
-    KEY("daemon", "shm_regions_total", CFG_T_UINT, daemon.shm_regions_total, 1, 1048576, CFG_APPLY_WHERE_USED,
-        "16384",
+    KEY("daemon", "shm_regions", CFG_T_UINT, daemon.shm_regions, 1, 65536, CFG_APPLY_WHERE_USED,
+        "1024", "Shared-memory regions one connection may have registered (each is a mapping)."),
+    KEY("daemon", "shm_regions_total", CFG_T_UINT, daemon.shm_regions_total, 1, 1048576,
+        CFG_APPLY_WHERE_USED, "16384",
         "Shared-memory regions of all connections together; keep it well below the kernel's "
         "vm.max_map_count (65530 by default), which the daemon's own mappings share."),
-    KEY("daemon", "shm_limit_total", CFG_T_SIZE, daemon.shm_limit_total, MIB(1), GIB(65536), CFG_APPLY_WHERE_USED,
-        "64G",
+    KEY("daemon", "shm_limit_total", CFG_T_SIZE, daemon.shm_limit_total, MIB(1), GIB(65536),
+        CFG_APPLY_WHERE_USED, "64G",
         "Bytes of shared memory of all connections together; each mapping costs the daemon "
         "address space and page tables, whoever's memory it is."),
-    KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, CFG_APPLY_SERVER, "1048576",
+    KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, CFG_APPLY_SERVER,
+        "1048576",
         "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
         "gets MESSAGE_TOO_LARGE."),
     KEY("daemon", "spin_us", CFG_T_UINT, daemon.spin_us, 0, 10000, CFG_APPLY_SPIN, "50",
         "Microseconds the device thread and the loop stay awake for each other after a "
         "dispatch; 0 leaves the CPU to the serving process at once (each dispatch then pays "
         "a wake-up)."),
-    KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY, CFG_APPLY_WHERE_USED, "30s",
+    KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY,
+        CFG_APPLY_WHERE_USED, "30s",
         "On SIGTERM, how long the running dispatch may take to finish; keep it below systemd's "
         "TimeoutStopSec."),
-    KEY("daemon", "client_timeout", CFG_T_DURATION, daemon.client_timeout_ms, 1, DAY, CFG_APPLY_SERVER, "30s",
+    KEY("daemon", "client_timeout", CFG_T_DURATION, daemon.client_timeout_ms, 1, DAY,
+        CFG_APPLY_SERVER, "30s",
         "Longest time from a message's first byte to its last; a client slower than that is "
         "disconnected."),
-    KEY("daemon", "idle_timeout", CFG_T_DURATION, daemon.idle_timeout_ms, 0, DAY, CFG_APPLY_SERVER, "0",
-        "Close connections with nothing pending, read or unsent for this long; 0: never."),
-    KEY("daemon", "output_limit", CFG_T_SIZE, daemon.output_limit, KIB(1), UINT64_MAX, CFG_APPLY_SERVER, "256M",
+    KEY("daemon", "idle_timeout", CFG_T_DURATION, daemon.idle_timeout_ms, 0, DAY, CFG_APPLY_SERVER,
+        "0", "Close connections with nothing pending, read or unsent for this long; 0: never."),
+    KEY("daemon", "output_limit", CFG_T_SIZE, daemon.output_limit, KIB(1), UINT64_MAX,
+        CFG_APPLY_SERVER, "256M",
         "Bytes of unsent responses a client may hold before it is disconnected; raise it for "
         "large buffer reads by slow readers."),
-    KEY("daemon", "diagnostics_dir", CFG_T_DIR, daemon.diagnostics_dir, 0, 1, CFG_APPLY_WHERE_USED, "",
-        "Directory for the diagnostic files the daemon may write; empty: none are written."),
+    KEY("daemon", "diagnostics_dir", CFG_T_DIR, daemon.diagnostics_dir, 0, 1, CFG_APPLY_WHERE_USED,
+        "", "Directory for the diagnostic files the daemon may write; empty: none are written."),
     KEY("daemon", "diagnostics_max_bytes", CFG_T_SIZE, daemon.diagnostics_max_bytes, MIB(1),
         GIB(1024), CFG_APPLY_WHERE_USED, "256M",
         "Bytes of DFX files ptod keeps in diagnostics_dir; the oldest are removed to make room, "
@@ -126,12 +132,14 @@ static const cfg_key_t key_table[] = {
     KEY("device", "cores", CFG_T_UINT, device.cores, 1, 256, CFG_APPLY_RESTART, "4",
         "Cores that run kernels (threads on sim); match the device, or the host's spare CPUs "
         "on sim."),
-    KEY("device", "aicpu_thread_num", CFG_T_UINT, device.aicpu_thread_num, 2, 16, CFG_APPLY_RESTART, "4",
-        "Orchestrator plus scheduler threads per dispatch (RunConfig's aicpu_thread_num)."),
-    KEY("device", "programs", CFG_T_DIR, device.programs, 1, 1, CFG_APPLY_RESTART, PTOD_DEFAULT_PROGRAMS_DIR,
+    KEY("device", "aicpu_thread_num", CFG_T_UINT, device.aicpu_thread_num, 2, 16, CFG_APPLY_RESTART,
+        "4", "Orchestrator plus scheduler threads per dispatch (RunConfig's aicpu_thread_num)."),
+    KEY("device", "programs", CFG_T_DIR, device.programs, 1, 1, CFG_APPLY_RESTART,
+        PTOD_DEFAULT_PROGRAMS_DIR,
         "Directory of the device program plugins (NAME.so); change it to serve your own "
         "programs."),
-    KEY("device", "run_timeout", CFG_T_DURATION, device.run_timeout_ms, 1, DAY, CFG_APPLY_WHERE_USED, "10s",
+    KEY("device", "run_timeout", CFG_T_DURATION, device.run_timeout_ms, 1, DAY,
+        CFG_APPLY_WHERE_USED, "10s",
         "A run that makes no progress this long fails with SCHEDULER_TIMEOUT; raise it for "
         "very long kernels."),
     KEY("device", "deadlock_timeout", CFG_T_DURATION, device.deadlock_timeout_ms, 1, SECONDS(3600),
@@ -145,7 +153,8 @@ static const cfg_key_t key_table[] = {
         "Write the metrics to this file for node_exporter's textfile collector (a NAME.prom in "
         "its directory), atomically; empty: none."),
     KEY("metrics", "textfile_interval", CFG_T_DURATION, metrics.textfile_interval_ms, 1000,
-        SECONDS(3600), CFG_APPLY_RESTART, "15s", "How often the textfile is rewritten; match the scrape "
+        SECONDS(3600), CFG_APPLY_RESTART, "15s",
+        "How often the textfile is rewritten; match the scrape "
         "interval."),
     RING_KEY("ring", "task_window", ring, PTO_FIELD_TASK_WINDOW,
              "Task slots per ring, a power of 2 from 4 to 2^30 (0: PTO2_RING_TASK_WINDOW or the "
@@ -206,7 +215,8 @@ static void default_programs_dir(char *buf, size_t len) {
   }
   *slash = '\0';
   int w = snprintf(buf, len, "%s/%s", exe, PTOD_DEFAULT_PROGRAMS_DIR);
-  if (w > 0 && (size_t)w < len && realpath(buf, real)) snprintf(buf, len, "%.*s", (int)len - 1, real);
+  if (w > 0 && (size_t)w < len && realpath(buf, real))
+    snprintf(buf, len, "%.*s", (int)len - 1, real);
 }
 
 void cfg_defaults(cfg_t *ret_cfg) {
@@ -215,10 +225,12 @@ void cfg_defaults(cfg_t *ret_cfg) {
   for (size_t i = 0; i < KEY_COUNT; i++) {
     cfg_why_t why;
     /* The rows' defaults are tested to parse; nothing here can fail. */
-    (void)cfg_parse_value(&key_table[i], key_table[i].def, (char *)&cfg + key_table[i].offset, &why);
+    (void)cfg_parse_value(&key_table[i], key_table[i].def, (char *)&cfg + key_table[i].offset,
+                          &why);
   }
   (void)pto_default_socket_path((int)cfg.device.id, cfg.daemon.socket, sizeof(cfg.daemon.socket));
-  if (PROGRAMS_DIR_IS_RELATIVE) default_programs_dir(cfg.device.programs, sizeof(cfg.device.programs));
+  if (PROGRAMS_DIR_IS_RELATIVE)
+    default_programs_dir(cfg.device.programs, sizeof(cfg.device.programs));
   *ret_cfg = cfg;
 }
 

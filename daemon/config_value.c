@@ -174,7 +174,8 @@ static int lookup_id(bool group, const char *s, size_t len, uint32_t *ret, cfg_w
 typedef int parse_fn(const cfg_key_t *k, const char *v, size_t len, void *dst, cfg_why_t *why);
 
 static int parse_socket(const cfg_key_t *k, const char *v, size_t len, void *dst, cfg_why_t *why) {
-  if (len > 0 && v[0] != '/') return because(why, "the socket path must be absolute (start with /).");
+  if (len > 0 && v[0] != '/')
+    return because(why, "the socket path must be absolute (start with /).");
   if (len >= k->size)
     return because(why, "the socket path is %zu bytes long; a Unix socket path holds at most %zu.",
                    len, k->size - 1);
