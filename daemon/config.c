@@ -1,434 +1,201 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The configuration file of config.h. */
+/* The configuration of config.h: the key rows, and what walks them (the
+ * defaults, --check-config's print, a reload's diff, merge and appliers).
+ * Reading the file is config_file.c's; the value types are config_value.c's. */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
-#include <pwd.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
-#include <ini.h>
-
-#include "listen_addr.h"
+#include "config_value.h"
 
 #ifndef PTOD_DEFAULT_PROGRAMS_DIR
 #error "PTOD_DEFAULT_PROGRAMS_DIR must name the installed programs directory"
 #endif
 /* PTOD_DEFAULT_PROGRAMS_DIR is absolute, or relative to the directory of the
  * ptod executable (../lib/<multiarch>/ptod/programs from bin/): then the
- * table's default does not parse and default_programs_dir() fills it in. */
+ * row's default does not parse and default_programs_dir() fills it in. */
 #define PROGRAMS_DIR_IS_RELATIVE (PTOD_DEFAULT_PROGRAMS_DIR[0] != '/')
+
+/* ---- the key rows ---------------------------------------------------------- */
+
+#define MEMBER_SIZE(m) sizeof(((cfg_t *)0)->m)
+#define KEY(sec, nm, type, member, min, max, apply, def, doc) \
+  { sec, nm, type, offsetof(cfg_t, member), MEMBER_SIZE(member), min, max, -1, apply, def, doc }
+#define RING_KEY(sec, nm, member, f, doc)                                                         \
+  {                                                                                               \
+    sec, nm, CFG_T_RING, offsetof(cfg_t, member.value[f]), MEMBER_SIZE(member.value[f]), 0, 0, f, \
+        CFG_APPLY_WHERE_USED, "0,0,0,0", doc                                                      \
+  }
 
 #define KIB(n) ((uint64_t)(n) << 10)
 #define MIB(n) ((uint64_t)(n) << 20)
 #define GIB(n) ((uint64_t)(n) << 30)
+#define SECONDS(n) ((uint64_t)(n)*1000)
+#define DAY SECONDS(86400)
 
-/* The key table is config_keys.c's. */
-#define key_table (cfg_key_table(NULL))
-#define KEY_COUNT (cfg_key_count())
-
-
-static const char *const sections[] = {"daemon", "device", "metrics", "ring", "prewarm"};
-#define SECTION_COUNT (sizeof(sections) / sizeof(sections[0]))
-
-static const struct {
-  const char *name;
-  int level;
-} log_levels[] = {
-    {"err", LOG_ERR},   {"warning", LOG_WARNING}, {"notice", LOG_NOTICE},
-    {"info", LOG_INFO}, {"debug", LOG_DEBUG},
+static const cfg_key_t key_table[] = {
+    KEY("daemon", "socket", CFG_T_SOCKET, daemon.socket, 0, 0, CFG_APPLY_RESTART, "",
+        "Unix socket to listen on (unset: /run/ptod/ptod<id>.sock for root, else under "
+        "$XDG_RUNTIME_DIR or /tmp/ptod-<uid>); ignored when systemd passes the socket."),
+    KEY("daemon", "socket_mode", CFG_T_MODE, daemon.socket_mode, 0, 0777, CFG_APPLY_RESTART, "0660",
+        "Permission bits of the socket; never world-writable. Use 0600 to admit only the "
+        "daemon's user."),
+    KEY("daemon", "socket_group", CFG_T_GROUP, daemon.socket_group, 0, 0, CFG_APPLY_RESTART, "",
+        "Group (name or number) that owns the socket; unset: the daemon's primary group. Put "
+        "the serving processes' users in it."),
+    KEY("daemon", "allowed_uids", CFG_T_UIDS, daemon.allowed_uids, 0, 0, CFG_APPLY_SERVER, "",
+        "Comma list of users (names or numbers) allowed to connect; empty: any peer that can "
+        "open the socket."),
+    KEY("daemon", "allowed_gids", CFG_T_GIDS, daemon.allowed_gids, 0, 0, CFG_APPLY_SERVER, "",
+        "Comma list of groups (names or numbers) whose members may connect; empty: any peer "
+        "that can open the socket."),
+    KEY("daemon", "max_clients", CFG_T_UINT, daemon.max_clients, 1, 65536, CFG_APPLY_SERVER, "256",
+        "Connections served at once; raise it for many serving processes (mind the open-files "
+        "limit)."),
+    KEY("daemon", "max_message", CFG_T_SIZE, daemon.max_message, KIB(1), GIB(4), CFG_APPLY_SERVER,
+        "64M", "Largest request accepted; raise it to send bigger host inputs in one dispatch."),
+    KEY("daemon", "max_pending", CFG_T_UINT, daemon.max_pending, 1, 65536, CFG_APPLY_SERVER, "1024",
+        "Requests one connection may have in flight; raise it for clients that pipeline "
+        "deeply."),
+    KEY("daemon", "queue_depth", CFG_T_UINT, daemon.queue_depth, 1, 65536, CFG_APPLY_QUEUE, "64",
+        "Device requests waiting for the device, all connections together; what happens "
+        "beyond it is queue_full's choice."),
+    KEY("daemon", "queue_full", CFG_T_QUEUE_FULL, daemon.queue_full, 0, 0, CFG_APPLY_QUEUE, "wait",
+        "wait: requests beyond queue_depth wait in their connection (reading pauses at "
+        "max_pending); busy: they are answered BUSY at once (fail fast)."),
+    KEY("daemon", "input_limit", CFG_T_SIZE, daemon.input_limit, KIB(64), GIB(64), CFG_APPLY_SERVER,
+        "256M",
+        "Bytes one connection's unread input and decoded requests may hold before the daemon "
+        "stops reading it (until answers go out); a lone request may always be read."),
+    KEY("daemon", "clients_memory", CFG_T_SIZE, daemon.clients_memory, MIB(1), GIB(1024),
+        CFG_APPLY_SERVER, "2G",
+        "Bytes held for all clients together (input, decoded requests, unsent answers): over "
+        "it each connection is read only up to 64 KiB (and one to finish its message), and "
+        "unsent answers over it close the client holding the most."),
+    KEY("daemon", "shm_limit", CFG_T_SIZE, daemon.shm_limit, 0, GIB(1024), CFG_APPLY_WHERE_USED,
+        "16G",
+        "Bytes of shared memory (shm.register) one connection may have mapped; 0 turns the "
+        "shm path off."),
+    KEY("daemon", "shm_regions", CFG_T_UINT, daemon.shm_regions, 1, 65536, CFG_APPLY_WHERE_USED,
+        "1024", "Shared-memory regions one connection may have registered (each is a mapping)."),
+    KEY("daemon", "shm_regions_total", CFG_T_UINT, daemon.shm_regions_total, 1, 1048576,
+        CFG_APPLY_WHERE_USED, "16384",
+        "Shared-memory regions of all connections together; keep it well below the kernel's "
+        "vm.max_map_count (65530 by default), which the daemon's own mappings share."),
+    KEY("daemon", "shm_limit_total", CFG_T_SIZE, daemon.shm_limit_total, MIB(1), GIB(65536),
+        CFG_APPLY_WHERE_USED, "64G",
+        "Bytes of shared memory of all connections together; each mapping costs the daemon "
+        "address space and page tables, whoever's memory it is."),
+    KEY("daemon", "max_objects", CFG_T_UINT, daemon.max_objects, 16, UINT32_MAX, CFG_APPLY_SERVER,
+        "1048576",
+        "msgpack objects in one message (each takes 24 bytes once decoded); a message with more "
+        "gets MESSAGE_TOO_LARGE."),
+    KEY("daemon", "spin_us", CFG_T_UINT, daemon.spin_us, 0, 10000, CFG_APPLY_SPIN, "50",
+        "Microseconds the device thread and the loop stay awake for each other after a "
+        "dispatch; 0 leaves the CPU to the serving process at once (each dispatch then pays "
+        "a wake-up)."),
+    KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY,
+        CFG_APPLY_WHERE_USED, "30s",
+        "On SIGTERM, how long the running dispatch may take to finish; keep it below systemd's "
+        "TimeoutStopSec."),
+    KEY("daemon", "client_timeout", CFG_T_DURATION, daemon.client_timeout_ms, 1, DAY,
+        CFG_APPLY_SERVER, "30s",
+        "Longest time from a message's first byte to its last; a client slower than that is "
+        "disconnected."),
+    KEY("daemon", "idle_timeout", CFG_T_DURATION, daemon.idle_timeout_ms, 0, DAY, CFG_APPLY_SERVER,
+        "0", "Close connections with nothing pending, read or unsent for this long; 0: never."),
+    KEY("daemon", "output_limit", CFG_T_SIZE, daemon.output_limit, KIB(1), UINT64_MAX,
+        CFG_APPLY_SERVER, "256M",
+        "Bytes of unsent responses a client may hold before it is disconnected; raise it for "
+        "large buffer reads by slow readers."),
+    KEY("daemon", "diagnostics_dir", CFG_T_DIR, daemon.diagnostics_dir, 0, 1, CFG_APPLY_WHERE_USED,
+        "", "Directory for the diagnostic files the daemon may write; empty: none are written."),
+    KEY("daemon", "diagnostics_max_bytes", CFG_T_SIZE, daemon.diagnostics_max_bytes, MIB(1),
+        GIB(1024), CFG_APPLY_WHERE_USED, "256M",
+        "Bytes of DFX files ptod keeps in diagnostics_dir; the oldest are removed to make room, "
+        "and a dispatch whose files alone are larger writes none."),
+    KEY("daemon", "diagnostics_max_files", CFG_T_UINT, daemon.diagnostics_max_files, 3, 1000000,
+        CFG_APPLY_WHERE_USED, "1000",
+        "DFX files ptod keeps in diagnostics_dir; the oldest are removed to make room."),
+    KEY("daemon", "log_level", CFG_T_LOGLEVEL, daemon.log_level, 0, 0, CFG_APPLY_LOG_LEVEL, "info",
+        "One of err, warning, notice, info, debug; debug logs every request."),
+    KEY("device", "id", CFG_T_UINT, device.id, 0, 255, CFG_APPLY_RESTART, "0",
+        "The device this daemon owns (0..255); one daemon per device."),
+    KEY("device", "platform", CFG_T_PLATFORM, device.platform, 0, 0, CFG_APPLY_RESTART, "sim",
+        "Device backend; sim (the CPU simulation) is the only one so far."),
+    KEY("device", "memory", CFG_T_SIZE, device.memory, MIB(1), GIB(1024), CFG_APPLY_RESTART, "4G",
+        "Device memory the arena and resident buffers may use together; set it to what the "
+        "device has to spare."),
+    KEY("device", "cores", CFG_T_UINT, device.cores, 1, 256, CFG_APPLY_RESTART, "4",
+        "Cores that run kernels (threads on sim); match the device, or the host's spare CPUs "
+        "on sim."),
+    KEY("device", "aicpu_thread_num", CFG_T_UINT, device.aicpu_thread_num, 2, 16, CFG_APPLY_RESTART,
+        "4", "Orchestrator plus scheduler threads per dispatch (RunConfig's aicpu_thread_num)."),
+    KEY("device", "programs", CFG_T_DIR, device.programs, 1, 1, CFG_APPLY_RESTART,
+        PTOD_DEFAULT_PROGRAMS_DIR,
+        "Directory of the device program plugins (NAME.so); change it to serve your own "
+        "programs."),
+    KEY("device", "run_timeout", CFG_T_DURATION, device.run_timeout_ms, 1, DAY,
+        CFG_APPLY_WHERE_USED, "10s",
+        "A run that makes no progress this long fails with SCHEDULER_TIMEOUT; raise it for "
+        "very long kernels."),
+    KEY("device", "deadlock_timeout", CFG_T_DURATION, device.deadlock_timeout_ms, 1, SECONDS(3600),
+        CFG_APPLY_WHERE_USED, "500ms",
+        "How long a submit may wait for ring space with no reclamation before it reports a "
+        "deadlock."),
+    KEY("metrics", "listen", CFG_T_LISTEN, metrics.listen, 0, 0, CFG_APPLY_RESTART, "",
+        "Serve Prometheus metrics over HTTP at /metrics: HOST:PORT (127.0.0.1:9464) or an "
+        "absolute Unix socket path; empty: no HTTP endpoint."),
+    KEY("metrics", "textfile", CFG_T_FILE, metrics.textfile, 0, 0, CFG_APPLY_RESTART, "",
+        "Write the metrics to this file for node_exporter's textfile collector (a NAME.prom in "
+        "its directory), atomically; empty: none."),
+    KEY("metrics", "textfile_interval", CFG_T_DURATION, metrics.textfile_interval_ms, 1000,
+        SECONDS(3600), CFG_APPLY_RESTART, "15s",
+        "How often the textfile is rewritten; match the scrape "
+        "interval."),
+    RING_KEY("ring", "task_window", ring, PTO_FIELD_TASK_WINDOW,
+             "Task slots per ring, a power of 2 from 4 to 2^30 (0: PTO2_RING_TASK_WINDOW or the "
+             "built-in 16384)."),
+    RING_KEY("ring", "heap", ring, PTO_FIELD_HEAP,
+             "Output heap bytes per ring, a power of 2 >= 1K (0: PTO2_RING_HEAP or the built-in "
+             "256M); raise it on HEAP_RING_DEADLOCK."),
+    RING_KEY("ring", "dep_pool", ring, PTO_FIELD_DEP_POOL,
+             "Dependency entries per ring, 4 to 2^31-1 (0: PTO2_RING_DEP_POOL or the built-in "
+             "16384); raise it on DEP_POOL_OVERFLOW."),
+    RING_KEY("prewarm", "task_window", prewarm, PTO_FIELD_TASK_WINDOW,
+             "Task window of the arena built at start-up (0: the baseline's); set it to what "
+             "the first dispatch asks for."),
+    RING_KEY("prewarm", "heap", prewarm, PTO_FIELD_HEAP,
+             "Heap of the arena built at start-up (0: the baseline's); set it to what the first "
+             "dispatch asks for."),
+    RING_KEY("prewarm", "dep_pool", prewarm, PTO_FIELD_DEP_POOL,
+             "Dependency pool of the arena built at start-up (0: the baseline's); set it to "
+             "what the first dispatch asks for."),
 };
-/* [daemon] queue_full, by cfg_queue_full_t. */
-static const char *const queue_full_names[] = {[CFG_QUEUE_WAIT] = "wait", [CFG_QUEUE_BUSY] = "busy"};
+#define KEY_COUNT (sizeof(key_table) / sizeof(key_table[0]))
+_Static_assert(KEY_COUNT <= CFG_KEYS_MAX, "raise CFG_KEYS_MAX");
 
-#define LOG_LEVEL_COUNT (sizeof(log_levels) / sizeof(log_levels[0]))
-
-static const char *const platforms[] = {"sim"};
-#define PLATFORM_COUNT (sizeof(platforms) / sizeof(platforms[0]))
-
-
-static bool section_known(const char *s, size_t len) {
-  for (size_t i = 0; i < SECTION_COUNT; i++)
-    if (strlen(sections[i]) == len && memcmp(sections[i], s, len) == 0) return true;
-  return false;
+const cfg_key_t *cfg_key_table(size_t *ret_count) {
+  if (ret_count) *ret_count = KEY_COUNT;
+  return key_table;
 }
 
-/* ---- text helpers ------------------------------------------------------- */
-
-static bool all_digits(const char *s, size_t len) {
-  if (len == 0) return false;
-  for (size_t i = 0; i < len; i++)
-    if (s[i] < '0' || s[i] > '9') return false;
-  return true;
+const cfg_key_t *cfg_key_find(const char *section, const char *name) {
+  if (!section || !name) return NULL;
+  for (size_t i = 0; i < KEY_COUNT; i++)
+    if (strcmp(key_table[i].section, section) == 0 && strcmp(key_table[i].name, name) == 0)
+      return &key_table[i];
+  return NULL;
 }
 
-/* Decimal digits only, no overflow. */
-static bool parse_u64(const char *s, size_t len, uint64_t *ret) {
-  if (!all_digits(s, len)) return false;
-  uint64_t v = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  *ret = v;
-  return true;
-}
-
-/* Sizes as the file writes them: the largest of G, M, K that divides. */
-static int format_size(uint64_t v, char *buf, size_t len) {
-  if (v != 0 && v % GIB(1) == 0) return snprintf(buf, len, "%" PRIu64 "G", v >> 30);
-  if (v != 0 && v % MIB(1) == 0) return snprintf(buf, len, "%" PRIu64 "M", v >> 20);
-  if (v != 0 && v % KIB(1) == 0) return snprintf(buf, len, "%" PRIu64 "K", v >> 10);
-  return snprintf(buf, len, "%" PRIu64, v);
-}
-
-static int format_duration(uint64_t ms, char *buf, size_t len) {
-  if (ms % 1000 == 0) return snprintf(buf, len, "%" PRIu64 "s", ms / 1000);
-  return snprintf(buf, len, "%" PRIu64 "ms", ms);
-}
-
-/* "30s", "500ms", "30" (seconds). */
-static bool parse_duration(const char *s, uint64_t *ret_ms) {
-  size_t len = strlen(s);
-  uint64_t mult = 1000;
-  if (len > 2 && strcmp(s + len - 2, "ms") == 0) {
-    mult = 1;
-    len -= 2;
-  } else if (len > 1 && s[len - 1] == 's') {
-    len -= 1;
-  }
-  uint64_t v;
-  if (!parse_u64(s, len, &v) || v > UINT64_MAX / mult) return false;
-  *ret_ms = v * mult;
-  return true;
-}
-
-typedef struct why {
-  char text[sizeof(((pto_error_t *)0)->message)];
-  char hint[sizeof(((pto_error_t *)0)->hint)];
-} why_t;
-
-static int because(why_t *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int because(why_t *why, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why->text, sizeof(why->text), fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-/* ---- user and group names ------------------------------------------------ */
-
-static int lookup_id(bool group, const char *s, size_t len, uint32_t *ret, why_t *why) {
-  uint64_t v;
-  if (all_digits(s, len)) {
-    if (!parse_u64(s, len, &v) || v >= UINT32_MAX)
-      return because(why, "%s id %.*s is out of range; ids are below 4294967295.",
-                     group ? "group" : "user", (int)len, s);
-    *ret = (uint32_t)v;
-    return 0;
-  }
-  if (len >= CFG_NAME_MAX)
-    return because(why, "the %s name \"%.*s...\" is longer than %d characters.",
-                   group ? "group" : "user", 20, s, CFG_NAME_MAX - 1);
-  char name[CFG_NAME_MAX];
-  memcpy(name, s, len);
-  name[len] = '\0';
-  char buf[16384];
-  int rc;
-  if (group) {
-    struct group gr, *res = NULL;
-    rc = getgrnam_r(name, &gr, buf, sizeof(buf), &res);
-    if (rc == 0 && res) {
-      *ret = (uint32_t)gr.gr_gid;
-      return 0;
-    }
-  } else {
-    struct passwd pw, *res = NULL;
-    rc = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
-    if (rc == 0 && res) {
-      *ret = (uint32_t)pw.pw_uid;
-      return 0;
-    }
-  }
-  /* getpwnam_r(3): these too mean "no such name", depending on the NSS module */
-  if (rc != 0 && rc != ENOENT && rc != ESRCH && rc != EBADF && rc != EPERM)
-    return because(why, "cannot look up the %s \"%s\": %s.", group ? "group" : "user", name,
-                   strerror(rc));
-  return because(why, "there is no %s named \"%s\"; create it, or give a numeric %s id.",
-                 group ? "group" : "user", name, group ? "group" : "user");
-}
-
-/* ---- one value ---------------------------------------------------------- */
-
-static const char *size_range_text(uint64_t v, char *buf, size_t len) {
-  format_size(v, buf, len);
-  return buf;
-}
-
-/* Parse value for key into dst (key->size bytes).  On failure, why says
- * what was wrong and what to write instead. */
-static int parse_value(const cfg_key_t *k, const char *value, void *dst, why_t *why) {
-  size_t len = strlen(value);
-  uint64_t v;
-  char a[32], b[32];
-  switch (k->type) {
-    case CFG_T_SOCKET:
-      if (len == 0) {
-        memset(dst, 0, k->size);
-        return 0;
-      }
-      if (value[0] != '/') return because(why, "the socket path must be absolute (start with /).");
-      if (len >= k->size)
-        return because(why,
-                       "the socket path is %zu bytes long; a Unix socket path holds at most %zu.",
-                       len, k->size - 1);
-      memset(dst, 0, k->size);
-      memcpy(dst, value, len);
-      return 0;
-    case CFG_T_LISTEN: {
-      char reason[160];
-      if (len && listen_addr_check(value, reason, sizeof reason) < 0)
-        return because(why, "%s", reason);
-      if (len >= k->size) return because(why, "the value is longer than %zu bytes.", k->size - 1);
-      memset(dst, 0, k->size);
-      memcpy(dst, value, len);
-      return 0;
-    }
-    case CFG_T_FILE:
-    case CFG_T_DIR:
-      if (len == 0) {
-        if (k->min) return because(why, "expected a directory, got an empty value.");
-        memset(dst, 0, k->size);
-        return 0;
-      }
-      if (value[0] != '/')
-        return because(why, "the %s must be an absolute path (start with /).",
-                       k->type == CFG_T_FILE ? "file" : "directory");
-      if (len >= k->size) return because(why, "the path is longer than %zu bytes.", k->size - 1);
-      memset(dst, 0, k->size);
-      memcpy(dst, value, len);
-      return 0;
-    case CFG_T_MODE: {
-      if (len == 0 || len > 4) goto bad_mode;
-      uint32_t mode = 0;
-      for (size_t i = 0; i < len; i++) {
-        if (value[i] < '0' || value[i] > '7') goto bad_mode;
-        mode = mode * 8 + (uint32_t)(value[i] - '0');
-      }
-      if (mode > 0777)
-        return because(why, "expected permission bits only (at most 0777), such as 0660.");
-      if (mode & 0002)
-        return because(why,
-                       "the socket must not be world-writable (o+w): any local user could "
-                       "drive the device. Use 0660 with socket_group, or 0600.");
-      memcpy(dst, &mode, sizeof(mode));
-      return 0;
-    bad_mode:
-      return because(why, "expected an octal permission mode such as 0660.");
-    }
-    case CFG_T_GROUP: {
-      cfg_group_t g;
-      memset(&g, 0, sizeof(g));
-      g.gid = CFG_NO_GID;
-      if (len > 0) {
-        if (lookup_id(true, value, len, &g.gid, why) < 0) return -1;
-        if (!all_digits(value, len)) memcpy(g.name, value, len); /* lookup_id checked the length */
-      }
-      memcpy(dst, &g, sizeof(g));
-      return 0;
-    }
-    case CFG_T_UIDS:
-    case CFG_T_GIDS: {
-      bool group = k->type == CFG_T_GIDS;
-      cfg_ids_t ids;
-      memset(&ids, 0, sizeof(ids));
-      const char *p = value;
-      while (len > 0) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        const char *s = p;
-        while (n > 0 && (*s == ' ' || *s == '\t')) {
-          s++;
-          n--;
-        }
-        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
-        if (n == 0)
-          return because(why, "expected %s names or ids separated by commas, got an empty entry.",
-                         group ? "group" : "user");
-        if (ids.count == CFG_MAX_IDS)
-          return because(why, "more than %d entries; allow a group instead of many users.",
-                         CFG_MAX_IDS);
-        if (lookup_id(group, s, n, &ids.id[ids.count], why) < 0) return -1;
-        ids.count++;
-        if (!comma) break;
-        p = comma + 1;
-      }
-      memcpy(dst, &ids, sizeof(ids));
-      return 0;
-    }
-    case CFG_T_UINT:
-      if (!parse_u64(value, len, &v) || v < k->min || v > k->max)
-        return because(why, "expected an integer from %" PRIu64 " to %" PRIu64 ".", k->min, k->max);
-      {
-        uint32_t u = (uint32_t)v;
-        memcpy(dst, &u, sizeof(u));
-      }
-      return 0;
-    case CFG_T_SIZE: {
-      int rc = pto_size_parse(value, len, &v);
-      if (rc < 0 || v < k->min || v > k->max) {
-        if (k->max == UINT64_MAX)
-          return because(why,
-                         "expected a size of at least %s: a number of bytes, or a number ending "
-                         "in K, M or G (upper case).",
-                         size_range_text(k->min, a, sizeof(a)));
-        return because(why,
-                       "expected a size from %s to %s: a number of bytes, or a number ending in "
-                       "K, M or G (upper case).",
-                       size_range_text(k->min, a, sizeof(a)),
-                       size_range_text(k->max, b, sizeof(b)));
-      }
-      memcpy(dst, &v, sizeof(v));
-      return 0;
-    }
-    case CFG_T_DURATION:
-      if (!parse_duration(value, &v) || v < k->min || v > k->max) {
-        format_duration(k->min, a, sizeof(a));
-        format_duration(k->max, b, sizeof(b));
-        return because(why,
-                       "expected a duration from %s to %s: a number ending in ms or s (a bare "
-                       "number is seconds).",
-                       a, b);
-      }
-      memcpy(dst, &v, sizeof(v));
-      return 0;
-    case CFG_T_QUEUE_FULL:
-      for (uint32_t i = 0; i < sizeof(queue_full_names) / sizeof(queue_full_names[0]); i++) {
-        if (strcmp(value, queue_full_names[i]) == 0) {
-          memcpy(dst, &i, sizeof(i));
-          return 0;
-        }
-      }
-      return because(why, "expected wait or busy.");
-    case CFG_T_LOGLEVEL:
-      for (size_t i = 0; i < LOG_LEVEL_COUNT; i++) {
-        if (strcmp(value, log_levels[i].name) == 0) {
-          memcpy(dst, &log_levels[i].level, sizeof(int));
-          return 0;
-        }
-      }
-      return because(why, "expected one of err, warning, notice, info, debug.");
-    case CFG_T_PLATFORM:
-      for (size_t i = 0; i < PLATFORM_COUNT; i++) {
-        if (strcmp(value, platforms[i]) == 0) {
-          memset(dst, 0, k->size);
-          memcpy(dst, value, len);
-          return 0;
-        }
-      }
-      return because(why, "unknown platform; the known platforms are: sim.");
-    case CFG_T_RING: {
-      pto_error_t err;
-      uint64_t rings[PTO_RING_COUNT];
-      pto_error_clear(&err);
-      if (pto_sizing_parse_config((pto_ring_field_t)k->field, value, rings, &err) < 0) {
-        snprintf(why->hint, sizeof(why->hint), "%s", err.hint);
-        return because(why, "%s", err.message);
-      }
-      memcpy(dst, rings, sizeof(rings));
-      return 0;
-    }
-  }
-  return because(why, "internal error: key type %d.", (int)k->type);
-}
-
-/* ---- formatting a value -------------------------------------------------- */
+/* Room for any key's value as config text. */
+#define VALUE_TEXT_MAX (PATH_MAX + 32)
 
 static const void *value_at(const cfg_t *cfg, const cfg_key_t *k) {
   return (const char *)cfg + k->offset;
-}
-
-static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void append(char *buf, size_t len, size_t *pos, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n =
-      vsnprintf(buf && *pos < len ? buf + *pos : NULL, buf && *pos < len ? len - *pos : 0, fmt, ap);
-  va_end(ap);
-  if (n > 0) *pos += (size_t)n;
-}
-
-static int format_ids(const cfg_ids_t *ids, char *buf, size_t len) {
-  size_t pos = 0;
-  if (buf && len) buf[0] = '\0';
-  for (uint32_t i = 0; i < ids->count; i++)
-    append(buf, len, &pos, "%s%" PRIu32, i ? "," : "", ids->id[i]);
-  return (int)pos;
-}
-
-int cfg_format_value(const cfg_t *cfg, const cfg_key_t *k, char *buf, size_t len) {
-  const void *p = value_at(cfg, k);
-  uint32_t u32;
-  uint64_t u64;
-  int level;
-  switch (k->type) {
-    case CFG_T_SOCKET:
-    case CFG_T_DIR:
-    case CFG_T_FILE:
-    case CFG_T_LISTEN:
-    case CFG_T_PLATFORM: return snprintf(buf, len, "%s", (const char *)p);
-    case CFG_T_MODE: memcpy(&u32, p, sizeof(u32)); return snprintf(buf, len, "%04" PRIo32, u32);
-    case CFG_T_GROUP: {
-      const cfg_group_t *g = p;
-      if (g->gid == CFG_NO_GID) return snprintf(buf, len, "%s", "");
-      return snprintf(buf, len, "%" PRIu32, g->gid);
-    }
-    case CFG_T_UIDS:
-    case CFG_T_GIDS: return format_ids(p, buf, len);
-    case CFG_T_UINT: memcpy(&u32, p, sizeof(u32)); return snprintf(buf, len, "%" PRIu32, u32);
-    case CFG_T_SIZE: memcpy(&u64, p, sizeof(u64)); return format_size(u64, buf, len);
-    case CFG_T_DURATION: memcpy(&u64, p, sizeof(u64)); return format_duration(u64, buf, len);
-    case CFG_T_QUEUE_FULL:
-      memcpy(&u32, p, sizeof(u32));
-      return snprintf(buf, len, "%s", u32 < 2 ? queue_full_names[u32] : "?");
-    case CFG_T_LOGLEVEL:
-      memcpy(&level, p, sizeof(level));
-      for (size_t i = 0; i < LOG_LEVEL_COUNT; i++)
-        if (log_levels[i].level == level) return snprintf(buf, len, "%s", log_levels[i].name);
-      return snprintf(buf, len, "%d", level);
-    case CFG_T_RING: {
-      uint64_t rings[PTO_RING_COUNT];
-      memcpy(rings, p, sizeof(rings));
-      /* K/M/G for bytes only: a window of 1K tasks reads worse than 1024 */
-      bool bytes = k->field == PTO_FIELD_HEAP;
-      char one[32];
-      if (rings[0] != 0 && rings[0] == rings[1] && rings[1] == rings[2] && rings[2] == rings[3]) {
-        if (bytes) return format_size(rings[0], buf, len);
-        return snprintf(buf, len, "%" PRIu64, rings[0]);
-      }
-      size_t pos = 0;
-      if (buf && len) buf[0] = '\0';
-      for (int r = 0; r < PTO_RING_COUNT; r++) {
-        if (bytes)
-          format_size(rings[r], one, sizeof(one));
-        else
-          snprintf(one, sizeof(one), "%" PRIu64, rings[r]);
-        append(buf, len, &pos, "%s%s", r ? "," : "", one);
-      }
-      return (int)pos;
-    }
-  }
-  return snprintf(buf, len, "?");
 }
 
 /* ---- defaults ------------------------------------------------------------ */
@@ -448,315 +215,23 @@ static void default_programs_dir(char *buf, size_t len) {
   }
   *slash = '\0';
   int w = snprintf(buf, len, "%s/%s", exe, PTOD_DEFAULT_PROGRAMS_DIR);
-  if (w > 0 && (size_t)w < len && realpath(buf, real)) snprintf(buf, len, "%.*s", (int)len - 1, real);
+  if (w > 0 && (size_t)w < len && realpath(buf, real))
+    snprintf(buf, len, "%.*s", (int)len - 1, real);
 }
 
 void cfg_defaults(cfg_t *ret_cfg) {
   cfg_t cfg;
   memset(&cfg, 0, sizeof(cfg));
   for (size_t i = 0; i < KEY_COUNT; i++) {
-    why_t why;
-    /* The table's defaults are tested to parse; nothing here can fail. */
-    (void)parse_value(&key_table[i], key_table[i].def, (char *)&cfg + key_table[i].offset, &why);
+    cfg_why_t why;
+    /* The rows' defaults are tested to parse; nothing here can fail. */
+    (void)cfg_parse_value(&key_table[i], key_table[i].def, (char *)&cfg + key_table[i].offset,
+                          &why);
   }
   (void)pto_default_socket_path((int)cfg.device.id, cfg.daemon.socket, sizeof(cfg.daemon.socket));
-  if (PROGRAMS_DIR_IS_RELATIVE) default_programs_dir(cfg.device.programs, sizeof(cfg.device.programs));
+  if (PROGRAMS_DIR_IS_RELATIVE)
+    default_programs_dir(cfg.device.programs, sizeof(cfg.device.programs));
   *ret_cfg = cfg;
-}
-
-/* ---- reading the file ---------------------------------------------------- */
-
-typedef struct load {
-  const char *path;
-  cfg_t cfg;
-  /* the reader's position */
-  const char *data;
-  size_t size, pos;
-  int lineno;
-  /* A line inih should hand to on_key as a key = value: unless on_key
-   * takes it before the next line is read, inih found no key in it. */
-  int pending_line;
-  char pending_text[81];
-  bool skip_section; /* in a section whose bad header was reported */
-  /* Every problem goes to report; the first is cfg_load's error. */
-  unsigned problems;
-  pto_error_t first;
-  cfg_problem_fn *report;
-  void *user;
-  char err_prefix[256 + CFG_LINE_MAX]; /* "[section] key = value: " */
-  int first_line[CFG_KEYS_MAX];        /* where each key was set, 0 = not yet */
-} load_t;
-
-static void problem(load_t *ld, const pto_error_t *p) {
-  if (ld->problems++ == 0) ld->first = *p;
-  if (ld->report && ld->problems <= CFG_PROBLEMS_SHOWN) ld->report(p, ld->user);
-}
-
-/* A problem of a line: "PATH:LINE: text", with its key and hint. */
-static void fail_at(load_t *ld, int line, const char *key, const char *hint, const char *fmt,
-                    ...) __attribute__((format(printf, 5, 6)));
-static void fail_at(load_t *ld, int line, const char *key, const char *hint, const char *fmt,
-                    ...) {
-  char text[sizeof(ld->first.message)];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof(text), fmt, ap);
-  va_end(ap);
-  pto_error_t p;
-  pto_error_clear(&p);
-  pto_error_set(&p, PTO_E_INVALID_CONFIG, "%s:%d: %s", ld->path, line, text);
-  snprintf(p.key, sizeof(p.key), "%s", key);
-  snprintf(p.hint, sizeof(p.hint), "%s", hint);
-  problem(ld, &p);
-}
-
-static void syntax_error(load_t *ld, int line, const char *text, size_t len) {
-  fail_at(ld, line, "", "",
-          "expected a [section] header, a key = value line or a comment, got \"%.*s\".",
-          (int)(len > 80 ? 80 : len), text);
-}
-
-/* The pending line was no key = value line after all. */
-static void flush_pending(load_t *ld) {
-  if (!ld->pending_line) return;
-  syntax_error(ld, ld->pending_line, ld->pending_text, strlen(ld->pending_text));
-  ld->pending_line = 0;
-}
-
-/* A [section] header: an unknown or unclosed one is reported here, and the
- * keys under it are not (inih would never show the handler a header with
- * no keys, nor stop on one that is unclosed). */
-static void check_header(load_t *ld, const char *str) {
-  const char *close = strchr(str, ']');
-  if (!close) {
-    syntax_error(ld, ld->lineno, str, strlen(str));
-  } else if (!section_known(str + 1, (size_t)(close - str - 1))) {
-    fail_at(ld, ld->lineno, "", "",
-            "unknown section [%.*s]; the sections are [daemon], [device], [metrics], "
-            "[ring] and [prewarm].",
-            (int)(close - str - 1), str + 1);
-  }
-  ld->skip_section = !close || !section_known(str + 1, (size_t)(close - str - 1));
-}
-
-/* inih's fgets: one line at a time, so the handler knows the line number.
- * Leading blanks are dropped (inih would read an indented line as the
- * continuation of the previous value); an overlong line or one with a NUL
- * byte is reported and read as a blank one, so the lines after it are
- * checked too. */
-static char *read_line(char *str, int num, void *stream) {
-  load_t *ld = stream;
-  flush_pending(ld);
-  if (ld->pos >= ld->size || num < 2) return NULL;
-  const char *start = ld->data + ld->pos;
-  const char *nl = memchr(start, '\n', ld->size - ld->pos);
-  size_t raw = nl ? (size_t)(nl - start) : ld->size - ld->pos;
-  ld->pos += raw + (nl ? 1 : 0);
-  ld->lineno++;
-  size_t len = raw;
-  if (len > 0 && start[len - 1] == '\r') len--;
-  size_t max = (size_t)num - 2 < CFG_LINE_MAX ? (size_t)num - 2 : CFG_LINE_MAX;
-  str[0] = '\0';
-  if (len > max) {
-    fail_at(ld, ld->lineno, "", "", "the line is %zu characters long; lines are at most %zu.", len,
-            max);
-    return str;
-  }
-  if (memchr(start, '\0', len)) {
-    fail_at(ld, ld->lineno, "", "", "the line holds a NUL byte; the file must be text.");
-    return str;
-  }
-  size_t skip = 0;
-  if (ld->lineno == 1 && len >= 3 && memcmp(start, "\xEF\xBB\xBF", 3) == 0) skip = 3;
-  while (skip < len && (start[skip] == ' ' || start[skip] == '\t')) skip++;
-  memcpy(str, start + skip, len - skip);
-  str[len - skip] = '\0';
-  if (str[0] == '[') {
-    check_header(ld, str);
-  } else if (str[0] != '\0' && str[0] != ';' && str[0] != '#') {
-    ld->pending_line = ld->lineno;
-    snprintf(ld->pending_text, sizeof(ld->pending_text), "%s", str);
-  }
-  return str;
-}
-
-/* Every problem is reported and the parse goes on (1), so the lines after
- * it are checked too. */
-static int on_key(void *user, const char *section, const char *name, const char *value) {
-  load_t *ld = user;
-  ld->pending_line = 0;
-  if (ld->skip_section) return 1;
-  if (section[0] == '\0') {
-    fail_at(ld, ld->lineno, name, "",
-            "%s = %s: a key outside any section; put it under [daemon], [device], [metrics], "
-            "[ring] or [prewarm].",
-            name, value);
-    return 1;
-  }
-  snprintf(ld->err_prefix, sizeof(ld->err_prefix), "[%s] %s = %s: ", section, name, value);
-  char key_id[64];
-  snprintf(key_id, sizeof(key_id), "%s.%s", section, name);
-  const cfg_key_t *k = cfg_key_find(section, name);
-  if (!k) {
-    char known[512];
-    size_t pos = 0;
-    known[0] = '\0';
-    for (size_t i = 0; i < KEY_COUNT; i++)
-      if (strcmp(key_table[i].section, section) == 0)
-        append(known, sizeof(known), &pos, "%s%s", pos ? ", " : "", key_table[i].name);
-    fail_at(ld, ld->lineno, key_id, "", "%sunknown key; the keys of [%s] are %s.", ld->err_prefix,
-            section, known);
-    return 1;
-  }
-  size_t idx = (size_t)(k - key_table);
-  if (ld->first_line[idx]) {
-    fail_at(ld, ld->lineno, key_id, "", "%salready set on line %d; keep one of the two.",
-            ld->err_prefix, ld->first_line[idx]);
-    return 1;
-  }
-  ld->first_line[idx] = ld->lineno;
-  why_t why;
-  why.text[0] = why.hint[0] = '\0';
-  if (parse_value(k, value, (char *)&ld->cfg + k->offset, &why) < 0)
-    fail_at(ld, ld->lineno, key_id, why.hint, "%s%s", ld->err_prefix, why.text);
-  return 1;
-}
-
-/* The config file, opened so that nothing at the path can make us wait:
- * O_NONBLOCK, because open() of a FIFO put there blocks until a writer
- * comes (it would freeze a SIGHUP reload on the loop thread), and only a
- * regular file is read (a FIFO, a device or a socket is refused). */
-static int open_config(const char *path, int *ret_fd, pto_error_t *err) {
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0)
-    return pto_error_set(err, PTO_E_INVALID_CONFIG, "Cannot open the config file %s: %s.", path,
-                         strerror(errno));
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return pto_error_set(err, PTO_E_INVALID_CONFIG,
-                         "The config file %s is not a regular file (a directory, FIFO, device "
-                         "or socket is never read); point --config at a file.",
-                         path);
-  }
-  *ret_fd = fd;
-  return 0;
-}
-
-static int read_file(const char *path, char **ret_data, size_t *ret_size, pto_error_t *err) {
-  int fd = -1;
-  if (open_config(path, &fd, err) < 0) return -PTO_E_INVALID_CONFIG;
-  char *data = malloc(CFG_FILE_MAX + 1);
-  if (!data) {
-    close(fd);
-    return pto_error_set(err, PTO_E_INVALID_CONFIG, "Out of memory reading %s.", path);
-  }
-  size_t size = 0;
-  for (;;) {
-    ssize_t n = read(fd, data + size, CFG_FILE_MAX + 1 - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      free(data);
-      close(fd);
-      return pto_error_set(err, PTO_E_INVALID_CONFIG, "Cannot read the config file %s: %s.", path,
-                           strerror(e));
-    }
-    if (n == 0) break;
-    size += (size_t)n;
-    if (size > CFG_FILE_MAX) {
-      free(data);
-      close(fd);
-      return pto_error_set(err, PTO_E_INVALID_CONFIG,
-                           "The config file %s is larger than %u bytes; it cannot be a ptod "
-                           "configuration.",
-                           path, CFG_FILE_MAX);
-    }
-  }
-  close(fd);
-  *ret_data = data;
-  *ret_size = size;
-  return 0;
-}
-
-/* The socket that nothing set: the built-in path of the final device id. */
-static int fill_socket(cfg_t *cfg, const char *path, pto_error_t *err) {
-  if (cfg->daemon.socket[0]) return 0;
-  int rc =
-      pto_default_socket_path((int)cfg->device.id, cfg->daemon.socket, sizeof(cfg->daemon.socket));
-  if (rc < 0) {
-    pto_error_set(err, PTO_E_INVALID_CONFIG,
-                  "%s%sthe built-in socket path for device %" PRIu32
-                  " under XDG_RUNTIME_DIR=%s is longer than a Unix socket address allows; set "
-                  "[daemon] socket.",
-                  path ? path : "", path ? ": " : "", cfg->device.id,
-                  getenv("XDG_RUNTIME_DIR") ? getenv("XDG_RUNTIME_DIR") : "");
-    if (err) snprintf(err->key, sizeof(err->key), "daemon.socket");
-    return -PTO_E_INVALID_CONFIG;
-  }
-  return 0;
-}
-
-/* Parse the file's text in ld->data over the defaults, reporting every
- * problem. */
-static void parse(load_t *ld) {
-  cfg_defaults(&ld->cfg);
-  ld->cfg.daemon.socket[0] = '\0'; /* filled once the device id is known */
-  int parse_rc = ini_parse_stream(read_line, ld, on_key, ld);
-  flush_pending(ld);
-  if (parse_rc != 0 && !ld->problems) {
-    /* inih stopped on something read_line and on_key let through */
-    pto_error_t p;
-    pto_error_set(&p, PTO_E_INVALID_CONFIG, "Cannot parse %s (inih error %d).", ld->path,
-                  parse_rc);
-    problem(ld, &p);
-  }
-}
-
-int cfg_load_report(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err, cfg_problem_fn *report,
-                    void *user) {
-  if (!path) {
-    cfg_t cfg;
-    cfg_defaults(&cfg);
-    int rc = fill_socket(&cfg, NULL, ret_err);
-    if (rc < 0) return rc;
-    *ret_cfg = cfg;
-    return 0;
-  }
-  load_t *ld = calloc(1, sizeof(*ld));
-  if (!ld) return pto_error_set(ret_err, PTO_E_INVALID_CONFIG, "Out of memory reading %s.", path);
-  ld->path = path;
-  ld->report = report;
-  ld->user = user;
-  pto_error_t e;
-  pto_error_clear(&e);
-  char *data = NULL;
-  if (read_file(path, &data, &ld->size, &e) < 0) {
-    problem(ld, &e);
-  } else {
-    ld->data = data;
-    parse(ld);
-  }
-  if (!ld->problems && fill_socket(&ld->cfg, path, &e) < 0) problem(ld, &e);
-  if (report && ld->problems > CFG_PROBLEMS_SHOWN) {
-    pto_error_set(&e, PTO_E_INVALID_CONFIG, "%s: %u more problems not shown.", path,
-                  ld->problems - CFG_PROBLEMS_SHOWN);
-    report(&e, user);
-  }
-  int rc = 0;
-  if (ld->problems) {
-    if (ret_err) *ret_err = ld->first;
-    rc = -PTO_E_INVALID_CONFIG;
-  } else {
-    *ret_cfg = ld->cfg;
-  }
-  free(data);
-  free(ld);
-  return rc;
-}
-
-int cfg_load(const char *path, cfg_t *ret_cfg, pto_error_t *ret_err) {
-  return cfg_load_report(path, ret_cfg, ret_err, NULL, NULL);
 }
 
 /* ---- sizings, print, diff ------------------------------------------------ */
@@ -765,33 +240,6 @@ void cfg_resolve_sizings(const cfg_t *cfg, const pto_sizing_t *env,
                          pto_sizing_resolved_t *ret_baseline, pto_sizing_resolved_t *ret_prewarm) {
   if (ret_baseline) pto_sizing_resolve(NULL, env, &cfg->ring, ret_baseline);
   if (ret_prewarm) pto_sizing_resolve(&cfg->prewarm, env, &cfg->ring, ret_prewarm);
-}
-
-/* What a printed value leaves unsaid. */
-static const char *value_note(const cfg_t *cfg, const cfg_key_t *k, char *buf, size_t len) {
-  const void *p = value_at(cfg, k);
-  buf[0] = '\0';
-  switch (k->type) {
-    case CFG_T_GROUP: {
-      const cfg_group_t *g = p;
-      if (g->gid == CFG_NO_GID) return "the daemon's primary group";
-      if (g->name[0]) snprintf(buf, len, "%s", g->name);
-      return buf;
-    }
-    case CFG_T_UIDS:
-    case CFG_T_GIDS:
-      return ((const cfg_ids_t *)p)->count ? "" : "any peer that can open the socket";
-    case CFG_T_DIR:
-    case CFG_T_FILE:
-    case CFG_T_LISTEN: return ((const char *)p)[0] ? "" : "none";
-    case CFG_T_RING: {
-      uint64_t rings[PTO_RING_COUNT];
-      memcpy(rings, p, sizeof(rings));
-      if (rings[0] || rings[1] || rings[2] || rings[3]) return "";
-      return strcmp(k->section, "ring") == 0 ? "unset" : "the baseline";
-    }
-    default: return "";
-  }
 }
 
 static void print_sizing(FILE *out, const char *title, const pto_sizing_resolved_t *s,
@@ -826,9 +274,9 @@ void cfg_print(const cfg_t *cfg, const pto_sizing_t *env, const char *source_nam
       section = k->section;
       fprintf(out, "\n[%s]\n", section);
     }
-    char value[PATH_MAX + 32], note[CFG_NAME_MAX];
+    char value[VALUE_TEXT_MAX], note[CFG_NAME_MAX];
     cfg_format_value(cfg, k, value, sizeof(value));
-    const char *n = value_note(cfg, k, note, sizeof(note));
+    const char *n = cfg_value_note(cfg, k, note, sizeof(note));
     if (n[0])
       fprintf(out, "%s = %s%s; %s\n", k->name, value, value[0] ? " " : "", n);
     else
@@ -844,31 +292,49 @@ void cfg_print(const cfg_t *cfg, const pto_sizing_t *env, const char *source_nam
                &prewarm, &cfg->prewarm);
 }
 
+/* Whether k's value differs between a and b, with both values as text in
+ * ta and tb.  Names resolve to the same ids, paths and values print the
+ * same: what prints the same is the same setting. */
+static bool key_changed(const cfg_key_t *k, const cfg_t *a, const cfg_t *b, char *ta, char *tb,
+                        size_t len) {
+  if (memcmp(value_at(a, k), value_at(b, k), k->size) == 0) return false;
+  cfg_format_value(a, k, ta, len);
+  cfg_format_value(b, k, tb, len);
+  return strcmp(ta, tb) != 0;
+}
+
 unsigned cfg_diff(const cfg_t *old_cfg, const cfg_t *new_cfg, char *report, size_t len) {
   unsigned changed = 0;
   size_t pos = 0;
   if (report && len) report[0] = '\0';
   for (size_t i = 0; i < KEY_COUNT; i++) {
     const cfg_key_t *k = &key_table[i];
-    if (memcmp(value_at(old_cfg, k), value_at(new_cfg, k), k->size) == 0) continue;
-    char a[PATH_MAX + 32], b[PATH_MAX + 32];
-    cfg_format_value(old_cfg, k, a, sizeof(a));
-    cfg_format_value(new_cfg, k, b, sizeof(b));
-    /* Names resolve to the same ids, paths and values print the same: what
-     * prints the same is the same setting. */
-    if (strcmp(a, b) == 0) continue;
-    changed |= k->live ? CFG_CHANGED_LIVE : CFG_CHANGED_RESTART;
-    append(report, len, &pos, "[%s] %s: %s -> %s%s\n", k->section, k->name, a[0] ? a : "\"\"",
-           b[0] ? b : "\"\"", k->live ? "" : " (needs a restart)");
+    char a[VALUE_TEXT_MAX], b[VALUE_TEXT_MAX];
+    if (!key_changed(k, old_cfg, new_cfg, a, b, sizeof(a))) continue;
+    bool live = cfg_key_live(k);
+    changed |= live ? CFG_CHANGED_LIVE : CFG_CHANGED_RESTART;
+    cfg_append(report, len, &pos, "[%s] %s: %s -> %s%s\n", k->section, k->name, a[0] ? a : "\"\"",
+               b[0] ? b : "\"\"", live ? "" : " (needs a restart)");
   }
   return changed;
+}
+
+unsigned cfg_live_changes(const cfg_t *old_cfg, const cfg_t *new_cfg) {
+  unsigned classes = 0;
+  for (size_t i = 0; i < KEY_COUNT; i++) {
+    const cfg_key_t *k = &key_table[i];
+    char a[VALUE_TEXT_MAX], b[VALUE_TEXT_MAX];
+    if (cfg_key_live(k) && key_changed(k, old_cfg, new_cfg, a, b, sizeof(a)))
+      classes |= 1u << k->apply;
+  }
+  return classes;
 }
 
 void cfg_merge_live(const cfg_t *running, const cfg_t *loaded, cfg_t *ret_cfg) {
   cfg_t out = *loaded;
   for (size_t i = 0; i < KEY_COUNT; i++) {
     const cfg_key_t *k = &key_table[i];
-    if (!k->live) memcpy((char *)&out + k->offset, value_at(running, k), k->size);
+    if (!cfg_key_live(k)) memcpy((char *)&out + k->offset, value_at(running, k), k->size);
   }
   *ret_cfg = out;
 }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* config.h — the daemon's configuration file: INI (libinih) -> cfg_t.
  *
- * One table (cfg_key_table) describes every key: section, name, type,
- * default, range, a one-line doc and whether a reload applies it live.  The
- * parser, the defaults, cfg_print, cfg_diff and cfg_merge_live all walk that
- * table, and the tests check systemd/ptod.conf and docs/configuration.md
- * against it, so a key cannot exist in one place and not the others.
+ * One row per key (config.c's key table): section, name, value type with its
+ * range and units, where the value is kept in cfg_t, its default, a one-line
+ * doc and how a reload applies it (cfg_apply_t).  The value type's row
+ * (config_value.c) parses and formats it.  The parser, the defaults,
+ * cfg_print (--check-config), cfg_diff, cfg_merge_live and the reload's
+ * appliers (cfg_live_changes) all walk those rows, and the tests check
+ * systemd/ptod.conf and docs/configuration.md against them.  A new key is
+ * its member in cfg_t and its row; the tests then ask for its line in
+ * docs/configuration.md and its commented default in systemd/ptod.conf.
  *
  * The file, and why it is strict: a knob is never silently dropped.
  *   - Only the sections [daemon], [device], [ring] and [prewarm], and only the
@@ -143,6 +147,18 @@ typedef enum cfg_type {
   CFG_T_FILE,     /* absolute file path; "" = none */
 } cfg_type_t;
 
+/* How a reload applies a key (ptod.c runs one applier per class that
+ * changed, once). */
+typedef enum cfg_apply {
+  CFG_APPLY_RESTART = 0, /* not at all: it keeps its running value until a restart */
+  CFG_APPLY_SERVER,      /* the server's options (srv_update_options) */
+  CFG_APPLY_LOG_LEVEL,   /* log_set_level */
+  CFG_APPLY_SPIN,        /* the dispatcher's spin window */
+  CFG_APPLY_QUEUE,       /* the dispatcher's queue capacity */
+  CFG_APPLY_WHERE_USED,  /* read from the running cfg_t where it is used */
+  CFG_APPLY_COUNT
+} cfg_apply_t;
+
 typedef struct cfg_key {
   const char *section;
   const char *name;
@@ -150,17 +166,19 @@ typedef struct cfg_key {
   size_t offset; /* of the value in cfg_t */
   size_t size;   /* of the value */
   uint64_t min, max;
-  int field;       /* CFG_T_RING: the pto_ring_field_t */
-  bool live;       /* a reload applies it; false: it needs a restart */
-  const char *def; /* the default as config text; "" for socket means the built-in path */
-  const char *doc; /* one line for ptod.conf and docs/configuration.md */
+  int field;         /* CFG_T_RING: the pto_ring_field_t */
+  cfg_apply_t apply; /* how a reload applies it */
+  const char *def;   /* the default as config text; "" for socket means the built-in path */
+  const char *doc;   /* one line for ptod.conf and docs/configuration.md */
 } cfg_key_t;
 
-/* The key table, in file order (config_keys.c); *ret_count gets its
- * length, at most CFG_KEYS_MAX. */
+/* Whether a reload applies the key (else it needs a restart). */
+static inline bool cfg_key_live(const cfg_key_t *k) { return k->apply != CFG_APPLY_RESTART; }
+
+/* The key table, in file order; *ret_count gets its length, at most
+ * CFG_KEYS_MAX. */
 #define CFG_KEYS_MAX 64
 const cfg_key_t *cfg_key_table(size_t *ret_count);
-size_t cfg_key_count(void);
 /* One key by section and name; NULL if there is none. */
 const cfg_key_t *cfg_key_find(const char *section, const char *name);
 
@@ -214,6 +232,10 @@ void cfg_print(const cfg_t *cfg, const pto_sizing_t *env, const char *source_nam
  * CFG_CHANGED_* bits.  report (may be NULL) gets one line per changed key,
  * "[device] cores: 4 -> 8 (needs a restart)\n", cut to fit len. */
 unsigned cfg_diff(const cfg_t *old_cfg, const cfg_t *new_cfg, char *report, size_t len);
+
+/* The apply classes (bits 1u << CFG_APPLY_*) of the live keys whose value
+ * differs between old_cfg and new_cfg, compared as cfg_diff compares them. */
+unsigned cfg_live_changes(const cfg_t *old_cfg, const cfg_t *new_cfg);
 
 /* What a reload applies: loaded, except that every key that needs a restart
  * keeps its value from running. */

@@ -185,55 +185,20 @@ static void apply_queue(life_t *life) {
  * the prewarm comparison in reload(). */
 static void apply_where_used(life_t *life) { (void)life; }
 
-static const struct live_key {
-  const char *section, *name;
-  void (*apply)(life_t *life);
-} live_keys[] = {
-    {"daemon", "allowed_uids", apply_server},     {"daemon", "allowed_gids", apply_server},
-    {"daemon", "max_clients", apply_server},      {"daemon", "max_message", apply_server},
-    {"daemon", "max_objects", apply_server},      {"daemon", "max_pending", apply_server},
-    {"daemon", "input_limit", apply_server},      {"daemon", "clients_memory", apply_server},
-    {"daemon", "client_timeout", apply_server},   {"daemon", "idle_timeout", apply_server},
-    {"daemon", "output_limit", apply_server},     {"daemon", "log_level", apply_log_level},
-    {"daemon", "queue_depth", apply_queue},       {"daemon", "queue_full", apply_queue},
-    {"daemon", "drain_timeout", apply_where_used}, {"daemon", "diagnostics_dir", apply_where_used},
-    {"daemon", "diagnostics_max_bytes", apply_where_used},
-    {"daemon", "diagnostics_max_files", apply_where_used},
-    {"daemon", "shm_limit", apply_where_used},    {"daemon", "spin_us", apply_spin},
-    {"daemon", "shm_regions", apply_where_used},  {"daemon", "shm_regions_total", apply_where_used},
-    {"daemon", "shm_limit_total", apply_where_used},
-    {"device", "run_timeout", apply_where_used},  {"device", "deadlock_timeout", apply_where_used},
-    {"ring", "task_window", apply_where_used},    {"ring", "heap", apply_where_used},
-    {"ring", "dep_pool", apply_where_used},       {"prewarm", "task_window", apply_where_used},
-    {"prewarm", "heap", apply_where_used},        {"prewarm", "dep_pool", apply_where_used},
+/* How each apply class of config.h's key rows takes effect in a reload. */
+static void (*const appliers[CFG_APPLY_COUNT])(life_t *life) = {
+    [CFG_APPLY_SERVER] = apply_server, [CFG_APPLY_LOG_LEVEL] = apply_log_level,
+    [CFG_APPLY_SPIN] = apply_spin,     [CFG_APPLY_QUEUE] = apply_queue,
+    [CFG_APPLY_WHERE_USED] = apply_where_used,
 };
 
-bool ptod_live_key_applied(const char *section, const char *name) {
-  for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++)
-    if (strcmp(live_keys[i].section, section) == 0 && strcmp(live_keys[i].name, name) == 0)
-      return true;
-  return false;
-}
-
-/* Take the merged configuration, then run each applier whose key changed,
- * once. */
+/* Take the merged configuration, then run the applier of each class whose
+ * keys changed, once. */
 static void apply_live_keys(life_t *life, const cfg_t *merged) {
-  void (*run[sizeof(live_keys) / sizeof(live_keys[0])])(life_t *);
-  size_t nrun = 0;
-  cfg_t old = life->d.cfg;
+  unsigned changed = cfg_live_changes(&life->d.cfg, merged);
   life->d.cfg = *merged;
-  for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++) {
-    const cfg_key_t *k = cfg_key_find(live_keys[i].section, live_keys[i].name);
-    char before[512], after[512];
-    bool queued = false;
-    if (!k) continue;
-    cfg_format_value(&old, k, before, sizeof(before));
-    cfg_format_value(merged, k, after, sizeof(after));
-    if (strcmp(before, after) == 0) continue;
-    for (size_t j = 0; j < nrun; j++) queued = queued || run[j] == live_keys[i].apply;
-    if (!queued) run[nrun++] = live_keys[i].apply;
-  }
-  for (size_t j = 0; j < nrun; j++) run[j](life);
+  for (unsigned a = 0; a < CFG_APPLY_COUNT; a++)
+    if ((changed & (1u << a)) && appliers[a]) appliers[a](life);
 }
 
 static void reload(life_t *life) {

@@ -25,8 +25,4 @@ typedef struct ptod ptod_t;
 int ptod_open_device(ptod_t *d, pto_error_t *err);
 void ptod_close_device(ptod_t *d);
 
-/* Whether a reload knows how to apply the live key [section] name (every
- * key the config table marks live must be known: a test checks). */
-bool ptod_live_key_applied(const char *section, const char *name);
-
 #endif

@@ -239,6 +239,19 @@ class Reload(harness.DaemonTest):
         self.assertTrue(os.path.exists(d.socket))
         self.assertFalse(os.path.exists(d.socket + ".new"))
 
+    def test_log_level_applies_at_once(self):
+        """log_level is live: after a reload to err, the notices of the next
+        reload are not logged."""
+        d = self.daemon()
+        sections = {k: dict(v) for k, v in d.sections.items()}
+        sections["daemon"]["log_level"] = "err"
+        self.reload(d, sections)
+        self.assertIn("Reload: [daemon] log_level: debug -> err", d.read_log())
+        self.reload(d, sections)
+        log = d.read_log()
+        self.assertEqual(log.count("Received SIGHUP"), 1, log)
+        self.assertNotIn("nothing changed", log)
+
     def test_allow_list_applies_to_new_connections(self):
         d = self.daemon()
         with d.client() as kept:

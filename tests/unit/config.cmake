@@ -5,7 +5,8 @@
 # PTOD_INSTALL_PROGRAMSDIR); test_config_relocate builds it relative, as the
 # daemon is.
 add_library(ptod_config_test STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c
-  ${PROJECT_SOURCE_DIR}/daemon/config_keys.c
+  ${PROJECT_SOURCE_DIR}/daemon/config_file.c
+  ${PROJECT_SOURCE_DIR}/daemon/config_value.c
   ${PROJECT_SOURCE_DIR}/daemon/listen_addr.c)
 target_compile_definitions(ptod_config_test PUBLIC PTOD_DEFAULT_PROGRAMS_DIR="${PTOD_BUILD_PROGRAMS_DIR}")
 target_include_directories(ptod_config_test PUBLIC ${PROJECT_SOURCE_DIR}/daemon)
@@ -23,7 +24,8 @@ set_tests_properties(test_check_config PROPERTIES LABELS unit TIMEOUT 60)
 # from tests/unit/ of the build tree, ../../programs is the build's programs.
 file(RELATIVE_PATH PTOD_TEST_RELATIVE_PROGRAMS ${CMAKE_CURRENT_BINARY_DIR} ${PTOD_BUILD_PROGRAMS_DIR})
 add_library(ptod_config_reloc STATIC ${PROJECT_SOURCE_DIR}/daemon/config.c
-  ${PROJECT_SOURCE_DIR}/daemon/config_keys.c
+  ${PROJECT_SOURCE_DIR}/daemon/config_file.c
+  ${PROJECT_SOURCE_DIR}/daemon/config_value.c
   ${PROJECT_SOURCE_DIR}/daemon/listen_addr.c)
 target_compile_definitions(ptod_config_reloc PUBLIC
   PTOD_DEFAULT_PROGRAMS_DIR="${PTOD_TEST_RELATIVE_PROGRAMS}")

@@ -120,7 +120,8 @@ START_TEST(restart_keys) {
     bool needs_restart = false;
     for (size_t j = 0; j < sizeof(restart) / sizeof(restart[0]); j++)
       if (strcmp(id, restart[j]) == 0) needs_restart = true;
-    ck_assert_msg(keys[i].live == !needs_restart, "%s: live is %d", id, keys[i].live);
+    ck_assert_msg(cfg_key_live(&keys[i]) == !needs_restart, "%s: live is %d", id,
+                  cfg_key_live(&keys[i]));
   }
 }
 END_TEST
@@ -967,7 +968,7 @@ START_TEST(diff_every_key) {
     char text[256], report[1024], line[128];
     snprintf(text, sizeof(text), "[%s]\n%s = %s\n", k->section, k->name, other_value[i][2]);
     load_ok(text, &b);
-    unsigned want = k->live ? CFG_CHANGED_LIVE : CFG_CHANGED_RESTART;
+    unsigned want = cfg_key_live(k) ? CFG_CHANGED_LIVE : CFG_CHANGED_RESTART;
     ck_assert_msg(cfg_diff(&a, &b, report, sizeof(report)) == want, "%s: %s", k->name, report);
     snprintf(line, sizeof(line), "[%s] %s: ", k->section, k->name);
     ck_assert_msg(strstr(report, line) != NULL, "%s", report);
@@ -975,7 +976,7 @@ START_TEST(diff_every_key) {
     /* a reload keeps the running value of a restart key, takes a live one */
     cfg_t merged;
     cfg_merge_live(&a, &b, &merged);
-    ck_assert_uint_eq(cfg_diff(k->live ? &b : &a, &merged, report, sizeof(report)), 0);
+    ck_assert_uint_eq(cfg_diff(cfg_key_live(k) ? &b : &a, &merged, report, sizeof(report)), 0);
     covered++;
   }
   /* every key but platform (it has one value so far) */
@@ -1114,7 +1115,8 @@ START_TEST(docs_document_every_key) {
     snprintf(def, sizeof(def), "`%s`", k->def);
     if (k->def[0] && strcmp(k->name, "programs") != 0)
       ck_assert_msg(contains(r, rlen, def), "%s: default %s missing", k->name, def);
-    ck_assert_msg(contains(r, rlen, k->live ? "| live |" : "| restart |"), "%s: reload", k->name);
+    ck_assert_msg(contains(r, rlen, cfg_key_live(k) ? "| live |" : "| restart |"), "%s: reload",
+                  k->name);
   }
   static const char *const musts[] = {"78", "PTO2_RING_TASK_WINDOW", "PTO2_RING_HEAP",
                                       "PTO2_RING_DEP_POOL", "--check-config"};
