@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "ctl_args.h"
 #include "ctl_json.h"
 #include "paths.h"
@@ -328,4 +329,11 @@ int ctl_cdi_main(int argc, char **argv) {
     rc = write_output(&o);
   }
   return -rc;
+}
+
+/* `cdi` after options or other words: it reads options of its own. */
+int ctl_cdi_misplaced(ctl_t *c) {
+  (void)c;
+  return ctl_usage_error("'cdi' must come first and takes its own options: ptoctl cdi generate "
+                         "[OPTION]... (ptoctl cdi --help).");
 }

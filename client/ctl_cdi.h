@@ -10,7 +10,8 @@
 
 /* `ptoctl cdi ARGS...`: argv[0] is "cdi".  Parses its own options, writes
  * the spec (stdout or --output FILE, replaced atomically) and returns
- * ptoctl's exit status (CTL_EXIT_*), having said why on stderr. */
+ * ptoctl's exit status (CTL_EXIT_*), having said why on stderr.  The
+ * command table's `cdi` row (ptoctl.c) runs it when `cdi` comes first. */
 int ctl_cdi_main(int argc, char **argv);
 
 #endif

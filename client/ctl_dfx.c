@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ctl.h"
 #include "ctl_args.h"
 #include "ctl_jsonread.h"
 
@@ -325,4 +326,20 @@ int ctl_dfx_ring_occupancy(const char *trace_path, const char *out_path, char *m
     }
   jr_free(&doc);
   return rc;
+}
+
+/* ---- the command ------------------------------------------------------------- */
+
+int ctl_dfx_check(ctl_t *c) {
+  if (c->nwords != 3 || strcmp(c->words[1], "ring-occupancy") != 0 || !c->output)
+    return ctl_usage_error("Usage: dfx ring-occupancy TRACE.json -o OUT.svg");
+  return 0;
+}
+
+int ctl_dfx_run(ctl_t *c) {
+  char msg[4600];
+  int rc = ctl_dfx_ring_occupancy(c->words[2], c->output, msg, sizeof(msg));
+  if (rc < 0) return ctl_local_error(rc, msg);
+  fprintf(stderr, "ptoctl: wrote %s\n", c->output);
+  return 0;
 }

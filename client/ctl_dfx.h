@@ -4,6 +4,8 @@
  * swimlane (dfx ring-occupancy TRACE.json -o rings.svg).
  *
  * Functions return 0 or -CTL_EXIT_* with msg saying why (ctl_args.h).
+ * The `dfx` command's handlers, also in ctl_dfx.c, are declared in ctl.h
+ * with the other commands'.
  */
 #ifndef PTOCTL_DFX_H
 #define PTOCTL_DFX_H
