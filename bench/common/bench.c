@@ -258,10 +258,32 @@ static void print_log(const char *path) {
 }
 
 void bench_daemon_start(bench_daemon_t *d, const char *config) {
+  bench_daemon_start_under(d, config, NULL);
+}
+
+/* The child's side: exec the daemon, under the wrapper if any. */
+static void exec_daemon(const char *config_path, const char *log, const char *const *wrapper) {
+  const char *argv[32];
+  size_t n = 0;
+  int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    dup2(fd, 2);
+    dup2(fd, 1);
+  }
+  for (; wrapper && wrapper[n] && n < 28; n++) argv[n] = wrapper[n];
+  argv[n++] = bench_ptod_path();
+  argv[n++] = "--config";
+  argv[n++] = config_path;
+  argv[n] = NULL;
+  execvp(argv[0], (char *const *)argv);
+  fprintf(stderr, "Failed to run '%s': %s.\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+void bench_daemon_start_under(bench_daemon_t *d, const char *config, const char *const *wrapper) {
   char path[256];
   FILE *f;
   uint64_t t0;
-  int fd;
 
   memset(d, 0, sizeof *d);
   snprintf(d->dir, sizeof d->dir, "/tmp/ptod-bench-XXXXXX");
@@ -278,16 +300,7 @@ void bench_daemon_start(bench_daemon_t *d, const char *config) {
 
   d->pid = fork();
   if (d->pid < 0) die("fork failed: %s.", strerror(errno));
-  if (d->pid == 0) {
-    fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      dup2(fd, 2);
-      dup2(fd, 1);
-    }
-    execl(bench_ptod_path(), "ptod", "--config", path, (char *)NULL);
-    fprintf(stderr, "Failed to run '%s': %s.\n", bench_ptod_path(), strerror(errno));
-    _exit(127);
-  }
+  if (d->pid == 0) exec_daemon(path, d->log, wrapper);
   t0 = bench_now_ns();
   while (!daemon_ready(d->socket)) {
     int status;
