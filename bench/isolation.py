@@ -26,8 +26,9 @@ A target whose figures an attack does not report is left out of its table;
 an attack that reports none of them is listed as such.  A module that fails
 at this scale is reported with its exit status and last lines (its figures,
 if any, still count).  Also prints a MACHINE line first and one FIGURE line
-per target (`FIGURE isolation.ATTACK.TARGET value unit | met`), which
-scripts/bench files with the other benchmarks' figures.  Never run by the
+per target (`FIGURE isolation.ATTACK.TARGET value unit | limit L unit;
+met`), which scripts/bench files with the other benchmarks' figures and
+scripts/bench-report puts in its targets table.  Never run by the
 tests: the modules themselves are the tests (at scale 1).
 """
 
@@ -117,8 +118,8 @@ def print_attack(test, f):
                                          "met" if met else "missed"))
         missed += not met
     for name, value, unit, _, met in rows:
-        print("FIGURE isolation.%s.%s %.6g %s | %s" % (attack, name, value, unit,
-                                                      "met" if met else "missed"))
+        print("FIGURE isolation.%s.%s %.6g %s | limit %.6g %s; %s" % (
+            attack, name, value, unit, limit, unit, "met" if met else "missed"))
     return missed
 
 
