@@ -117,7 +117,7 @@ def print_attack(test, f):
         print("  %-16s %14s %14s  %s" % (name, "%.6g %s" % (value, unit), "%.6g %s" % (limit, unit),
                                          "met" if met else "missed"))
         missed += not met
-    for name, value, unit, _, met in rows:
+    for name, value, unit, limit, met in rows:
         print("FIGURE isolation.%s.%s %.6g %s | limit %.6g %s; %s" % (
             attack, name, value, unit, limit, unit, "met" if met else "missed"))
     return missed
