@@ -27,8 +27,10 @@ an attack that reports none of them is listed as such.  A module that fails
 at this scale is reported with its exit status and last lines (its figures,
 if any, still count).  Also prints a MACHINE line first and one FIGURE line
 per target (`FIGURE isolation.ATTACK.TARGET value unit | limit L unit;
-met`), which scripts/bench files with the other benchmarks' figures and
-scripts/bench-report puts in its targets table.  Never run by the
+met`) and one per module (`isolation.MODULE.exit_status`: a module that
+fails at the scale misses its target), which scripts/bench files with the
+other benchmarks' figures and scripts/bench-report puts in its targets
+table.  Never run by the
 tests: the modules themselves are the tests (at scale 1).
 """
 
@@ -159,6 +161,9 @@ def main():
         for test, f in rows:
             attacks += 1
             missed += print_attack(test, f)
+        # A module that fails has attacks without figures: the report shows it.
+        print("FIGURE isolation.%s.exit_status %d status | limit 0 status; %s"
+              % (name[:-3], rc, "met" if rc == 0 else "missed"))
         sys.stdout.flush()
     print("\n== %d attacks, %d targets missed, %d modules failed" % (attacks, missed, failed))
     return 0
