@@ -188,6 +188,11 @@ static void size_figures(size_t size, double *const v[KINDS], const double med[K
   snprintf(note, sizeof note, "shm round trip / inline (client) round trip, same rep (a time: "
            "below 1 is shm faster)%s", kib == 4 ? "; target <= 1.2" : "");
   bench_figure(key, med_ratio(v[K_SHM], v[K_CLIENT], 1, reps), "x", note);
+  if (med[K_PY] >= 0) {
+    snprintf(key, sizeof key, "datapath.%zuK.python_vs_client", kib);
+    bench_figure(key, med_ratio(v[K_CLIENT], v[K_PY], 1, reps), "x",
+                 "Python client's inline rate / libptoclient's inline rate, same rep");
+  }
   if (med[K_PYSHM] >= 0) {
     snprintf(key, sizeof key, "datapath.%zuK.python_shm_vs_shm", kib);
     snprintf(note, sizeof note, "Python client's shm rate / the C client's, same rep%s",

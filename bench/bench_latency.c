@@ -19,9 +19,14 @@
  *   client    pto_client_dispatch() back to back (what a user sees)
  *   python    the Python client's dispatch() back to back (client/python,
  *             one process per repetition; its start-up is not timed)
+ *   client and python after 20 ms idle too (Python's idle loop is a
+ *             process of its own, run after the interleaved ones)
+ * and the peer baseline a user would otherwise pick (zmq_peer.h): a ZeroMQ
+ * REQ/REP round trip over ipc:// with msgpack messages of the same sizes,
+ * back to back and after 20 ms idle.
  * The idle loops interleave sample by sample (sleep, ping-pong; sleep,
- * dispatch on one daemon; sleep, the other...), so every kind sees the
- * same machine.  Also: the daemon's CPU time per dispatch and the cores it
+ * ZeroMQ; sleep, dispatch on one daemon; sleep, the other...), so every
+ * kind sees the same machine.  Also: the daemon's CPU time per dispatch and the cores it
  * uses while dispatches stream back to back, and its CPU use while idle.
  * Figures are medians over repetitions of each loop's p50 (p99). */
 #include <errno.h>
@@ -38,6 +43,7 @@
 
 #include "bench.h"
 #include "pyrun.h"
+#include "zmq_peer.h"
 
 #define MAX_MSG 4096
 #define NDAEMONS 2
@@ -164,29 +170,44 @@ typedef struct target {
 
 /* Kinds of series. */
 enum {
-  K_PP_SPIN, K_PP_BLOCK, K_PP_IDLE20, K_PP_IDLE2,
+  K_PP_SPIN, K_PP_BLOCK, K_PP_IDLE20, K_PP_IDLE2, K_ZMQ_B2B, K_ZMQ_IDLE20,
   K_RAW_B2B, K_RAW_IDLE20 = K_RAW_B2B + NDAEMONS, K_RAW_IDLE2 = K_RAW_IDLE20 + NDAEMONS,
   K_PING_IDLE20 = K_RAW_IDLE2 + NDAEMONS, K_CLIENT = K_PING_IDLE20 + NDAEMONS,
-  K_PYTHON = K_CLIENT + NDAEMONS, K_COUNT = K_PYTHON + NDAEMONS
+  K_PYTHON = K_CLIENT + NDAEMONS, K_CLIENT_IDLE20 = K_PYTHON + NDAEMONS,
+  K_PYTHON_IDLE20 = K_CLIENT_IDLE20 + NDAEMONS, K_COUNT = K_PYTHON_IDLE20 + NDAEMONS
 };
 
-/* Back-to-back loops per repetition: two ping-pongs, then raw, client and
- * python for each daemon. */
-#define B2B_LOOPS (2 + 3 * NDAEMONS)
+/* Back-to-back loops per repetition: two ping-pongs and ZeroMQ, then raw,
+ * client and python for each daemon. */
+#define B2B_PEERS 3
+#define B2B_LOOPS (B2B_PEERS + 3 * NDAEMONS)
+
+/* After-idle samples, interleaved: the ping-pong and ZeroMQ, then per
+ * daemon raw, ping and client (after 2 ms idle only the ping-pong and raw). */
+#define IDLE_PP 0
+#define IDLE_ZMQ 1
+#define IDLE_RAW(di) (2 + 3 * (di))
+#define IDLE_PING(di) (3 + 3 * (di))
+#define IDLE_CLIENT(di) (4 + 3 * (di))
+#define IDLE_KINDS (2 + 3 * NDAEMONS)
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
 static bool python_ok = true; /* every Python loop ran */
 
-/* The Python client's noop(1) back to back: after `warm` dispatches, the
- * p50 and p99 (nearest rank, as bench_percentile) of `n`, in us. */
+/* The Python client's noop(1), each after `idle` seconds (0: back to
+ * back): after `warm` dispatches, the p50 and p99 (nearest rank, as
+ * bench_percentile) of `n`, in us. */
 static const char python_script[] =
     "import math, sys, time\n"
     "from ptoclient import Client\n"
     "sock, n, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+    "idle = float(sys.argv[4])\n"
     "t = []\n"
     "with Client(socket_path=sock, timeout=10) as c:\n"
     "    for _ in range(warm + n):\n"
+    "        if idle:\n"
+    "            time.sleep(idle)\n"
     "        t0 = time.perf_counter()\n"
     "        c.dispatch('noop', [1])\n"
     "        t.append((time.perf_counter() - t0) * 1e6)\n"
@@ -194,12 +215,14 @@ static const char python_script[] =
     "rank = lambda p: t[min(n, max(1, math.ceil(p / 100 * n))) - 1]\n"
     "print(rank(50), rank(99))\n";
 
-static void python_loop(const char *socket, size_t n, size_t warm, series_t *s, int rep) {
-  char sn[32], sw[32];
-  const char *args[] = {socket, sn, sw, NULL};
+static void python_loop(const char *socket, size_t n, size_t warm, uint64_t idle_us, series_t *s,
+                        int rep) {
+  char sn[32], sw[32], si[32];
+  const char *args[] = {socket, sn, sw, si, NULL};
   double v[2];
   snprintf(sn, sizeof sn, "%zu", n);
   snprintf(sw, sizeof sw, "%zu", warm);
+  snprintf(si, sizeof si, "%.6f", (double)idle_us / 1e6);
   if (bench_python(python_script, args, v, 2) < 0) {
     python_ok = false;
     v[0] = v[1] = -1;
@@ -231,206 +254,310 @@ static void figure_series(const char *key, int k, int reps, const char *note) {
   bench_figure(name, med(series[k].p99, reps), "us", note);
 }
 
-int main(int argc, char **argv) {
-  bench_opts_t o;
+/* Everything one run measures with. */
+typedef struct run {
   target_t t[NDAEMONS];
-  char req[MAX_MSG], ping_req[64], note[256], key[128];
+  zmq_peer_t zmq;
+  char req[MAX_MSG], ping_req[64];
   size_t qlen, rlen, plen, n, warm, nidle;
-  double *lat, *lat2[2 + 2 * NDAEMONS];
-  int reps, echo_fd;
-  pid_t echo;
+  double *lat, *lat2[IDLE_KINDS];
+} run_t;
 
-  bench_parse_args(argc, argv, "no-op dispatch round trip vs Unix-socket ping-pongs", &o);
-  bench_header("RPC latency: noop (1 task) round trip vs Unix-socket ping-pongs, back to back "
-               "and after idle");
-  reps = o.reps > MAX_REPS ? MAX_REPS : o.reps;
-  n = o.smoke ? 200 : 5000;
-  warm = o.smoke ? 20 : 500;
-  nidle = o.smoke ? 4 : 100;
-  lat = calloc(n + warm, sizeof *lat);
-  for (size_t i = 0; i < 2 + 2 * NDAEMONS; i++) lat2[i] = calloc(nidle, sizeof *lat);
-  if (!lat) fail("calloc");
+/* A ping request ([0, 7, "ping", []]) into buf; returns its size. */
+static size_t pack_ping(char *buf, size_t cap) {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  size_t len;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_array(&pk, 4);
+  msgpack_pack_int(&pk, 0);
+  msgpack_pack_uint32(&pk, 7);
+  msgpack_pack_str_with_body(&pk, "ping", 4);
+  msgpack_pack_array(&pk, 0);
+  len = sb.size < cap ? sb.size : cap;
+  memcpy(buf, sb.data, len);
+  msgpack_sbuffer_destroy(&sb);
+  return len;
+}
 
-  qlen = bench_capture_noop(req, sizeof req);
-  {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 4);
-    msgpack_pack_int(&pk, 0);
-    msgpack_pack_uint32(&pk, 7);
-    msgpack_pack_str_with_body(&pk, "ping", 4);
-    msgpack_pack_array(&pk, 0);
-    plen = sb.size;
-    memcpy(ping_req, sb.data, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-  }
+/* Start the daemons (their first dispatch tells the answer's size), then
+ * the ZeroMQ peer answering with as many bytes. */
+static void run_start(run_t *x) {
+  x->qlen = bench_capture_noop(x->req, sizeof x->req);
+  x->plen = pack_ping(x->ping_req, sizeof x->ping_req);
   if (getenv("PTOD_BENCH_PTOD"))
     printf("daemon: %s, on its own defaults (no spin_us: it may predate the key); the spin0 "
            "and spin50 figures are both that\n", bench_ptod_path());
   for (int i = 0; i < NDAEMONS; i++) {
+    target_t *t = &x->t[i];
     char conf[256];
     pto_error_t err;
     snprintf(conf, sizeof conf, "%s[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n",
              getenv("PTOD_BENCH_PTOD") ? "" : spin_conf[i]);
-    bench_daemon_start(&t[i].d, conf);
-    t[i].fd = bench_connect_unix(t[i].d.socket);
-    msgpack_unpacker_init(&t[i].u, MAX_MSG);
-    bench_write_all(t[i].fd, req, qlen);
-    rlen = read_response(t[i].fd, &t[i].u, NULL);
-    if (pto_client_connect(t[i].d.socket, 1000, &t[i].c, &err) < 0) {
+    bench_daemon_start(&t->d, conf);
+    t->fd = bench_connect_unix(t->d.socket);
+    msgpack_unpacker_init(&t->u, MAX_MSG);
+    bench_write_all(t->fd, x->req, x->qlen);
+    x->rlen = read_response(t->fd, &t->u, NULL);
+    if (pto_client_connect(t->d.socket, 1000, &t->c, &err) < 0) {
       fprintf(stderr, "bench_latency: connect: %s\n", err.message);
-      return 1;
+      exit(1);
     }
   }
-  printf("request %zu bytes, response %zu bytes; back to back %zu round trips per loop after "
-         "%zu warm-up; after idle %zu per loop; %d repetitions\n",
-         qlen, rlen, n, warm, nidle, reps);
+  zmq_peer_start(&x->zmq, x->rlen);
+  zmq_peer_round_trip(&x->zmq, x->req, x->qlen); /* connected */
+}
 
-  for (int r = 0; r < reps; r++) {
-    /* Back to back: each loop alone, in an order that turns every rep. */
-    for (int step = 0; step < B2B_LOOPS; step++) {
-      int s = (step + r) % B2B_LOOPS;
-      if (s < 2) {
-        bool spin = s == 0;
-        echo = start_echo(&echo_fd, qlen, rlen, spin);
-        for (size_t i = 0; i < warm + n; i++)
-          lat[i] = pingpong_once(echo_fd, req, qlen, rlen, spin);
-        bench_peer_stop(echo_fd, echo);
-        record(&series[spin ? K_PP_SPIN : K_PP_BLOCK], r, lat + warm, n);
-      } else if ((s - 2) % 3 == 2) {
-        python_loop(t[(s - 2) / 3].d.socket, n, warm, &series[K_PYTHON + (s - 2) / 3], r);
-      } else {
-        int di = (s - 2) / 3;
-        bool client = (s - 2) % 3 == 1;
-        uint64_t cpu0 = bench_cpu_ns(t[di].d.pid), w0 = bench_now_ns(), cpu1, w1;
-        for (size_t i = 0; i < warm + n; i++)
-          lat[i] = client ? client_once(t[di].c) : raw_once(t[di].fd, &t[di].u, req, qlen);
-        w1 = bench_now_ns();
-        cpu1 = bench_cpu_ns(t[di].d.pid);
-        record(&series[client ? K_CLIENT + di : K_RAW_B2B + di], r, lat + warm, n);
-        if (!client) {
-          cpu_per[di][r] = (double)(cpu1 - cpu0) / 1000.0 / (double)(n + warm);
-          cores[di][r] = (double)(cpu1 - cpu0) / (double)(w1 - w0);
-        }
-      }
+static void run_stop(run_t *x) {
+  zmq_peer_stop(&x->zmq);
+  for (int i = 0; i < NDAEMONS; i++) {
+    pto_client_close(x->t[i].c);
+    close(x->t[i].fd);
+    msgpack_unpacker_destroy(&x->t[i].u);
+    bench_daemon_stop(&x->t[i].d);
+  }
+}
+
+/* One back-to-back loop of `warm + n` round trips: loop s of B2B_LOOPS. */
+static void b2b_loop(run_t *x, int s, int r) {
+  size_t total = x->warm + x->n;
+  if (s < 2) {
+    bool spin = s == 0;
+    int echo_fd;
+    pid_t echo = start_echo(&echo_fd, x->qlen, x->rlen, spin);
+    for (size_t i = 0; i < total; i++)
+      x->lat[i] = pingpong_once(echo_fd, x->req, x->qlen, x->rlen, spin);
+    bench_peer_stop(echo_fd, echo);
+    record(&series[spin ? K_PP_SPIN : K_PP_BLOCK], r, x->lat + x->warm, x->n);
+  } else if (s == 2) {
+    for (size_t i = 0; i < total; i++) x->lat[i] = zmq_peer_round_trip(&x->zmq, x->req, x->qlen);
+    record(&series[K_ZMQ_B2B], r, x->lat + x->warm, x->n);
+  } else if ((s - B2B_PEERS) % 3 == 2) {
+    int di = (s - B2B_PEERS) / 3;
+    python_loop(x->t[di].d.socket, x->n, x->warm, 0, &series[K_PYTHON + di], r);
+  } else {
+    int di = (s - B2B_PEERS) / 3;
+    target_t *t = &x->t[di];
+    bool client = (s - B2B_PEERS) % 3 == 1;
+    uint64_t cpu0 = bench_cpu_ns(t->d.pid), w0 = bench_now_ns(), cpu1, w1;
+    for (size_t i = 0; i < total; i++)
+      x->lat[i] = client ? client_once(t->c) : raw_once(t->fd, &t->u, x->req, x->qlen);
+    w1 = bench_now_ns();
+    cpu1 = bench_cpu_ns(t->d.pid);
+    record(&series[client ? K_CLIENT + di : K_RAW_B2B + di], r, x->lat + x->warm, x->n);
+    if (!client) {
+      cpu_per[di][r] = (double)(cpu1 - cpu0) / 1000.0 / (double)total;
+      cores[di][r] = (double)(cpu1 - cpu0) / (double)(w1 - w0);
     }
-    /* After idle: interleaved sample by sample. */
-    for (int gap = 0; gap < 2; gap++) {
-      uint64_t idle_us = gap == 0 ? 20000 : 2000;
-      echo = start_echo(&echo_fd, qlen, rlen, false);
-      for (size_t i = 0; i < nidle; i++) {
-        int m = 0;
+  }
+}
+
+/* The after-idle loops of one repetition, interleaved sample by sample;
+ * then the Python client's, a process of its own. */
+static void idle_loops(run_t *x, int r) {
+  for (int gap = 0; gap < 2; gap++) {
+    uint64_t idle_us = gap == 0 ? 20000 : 2000;
+    int echo_fd;
+    pid_t echo = start_echo(&echo_fd, x->qlen, x->rlen, false);
+    for (size_t i = 0; i < x->nidle; i++) {
+      bench_sleep_us(idle_us);
+      x->lat2[IDLE_PP][i] = pingpong_once(echo_fd, x->req, x->qlen, x->rlen, false);
+      if (gap == 0) {
         bench_sleep_us(idle_us);
-        lat2[m++][i] = pingpong_once(echo_fd, req, qlen, rlen, false);
-        for (int di = 0; di < NDAEMONS; di++) {
-          bench_sleep_us(idle_us);
-          lat2[m++][i] = raw_once(t[di].fd, &t[di].u, req, qlen);
-          if (gap == 0) {
-            bench_sleep_us(idle_us);
-            lat2[m++][i] = raw_once(t[di].fd, &t[di].u, ping_req, plen);
-          }
-        }
+        x->lat2[IDLE_ZMQ][i] = zmq_peer_round_trip(&x->zmq, x->req, x->qlen);
       }
-      bench_peer_stop(echo_fd, echo);
-      record(&series[gap == 0 ? K_PP_IDLE20 : K_PP_IDLE2], r, lat2[0], nidle);
-      for (int di = 0, m = 1; di < NDAEMONS; di++) {
-        record(&series[(gap == 0 ? K_RAW_IDLE20 : K_RAW_IDLE2) + di], r, lat2[m++], nidle);
-        if (gap == 0) record(&series[K_PING_IDLE20 + di], r, lat2[m++], nidle);
+      for (int di = 0; di < NDAEMONS; di++) {
+        target_t *t = &x->t[di];
+        bench_sleep_us(idle_us);
+        x->lat2[IDLE_RAW(di)][i] = raw_once(t->fd, &t->u, x->req, x->qlen);
+        if (gap != 0) continue;
+        bench_sleep_us(idle_us);
+        x->lat2[IDLE_PING(di)][i] = raw_once(t->fd, &t->u, x->ping_req, x->plen);
+        bench_sleep_us(idle_us);
+        x->lat2[IDLE_CLIENT(di)][i] = client_once(t->c);
       }
     }
-    printf("rep %d: pp spin %.1f block %.1f idle20 %.1f idle2 %.1f us |", r,
-           series[K_PP_SPIN].p50[r], series[K_PP_BLOCK].p50[r], series[K_PP_IDLE20].p50[r],
-           series[K_PP_IDLE2].p50[r]);
+    bench_peer_stop(echo_fd, echo);
+    record(&series[gap == 0 ? K_PP_IDLE20 : K_PP_IDLE2], r, x->lat2[IDLE_PP], x->nidle);
     for (int di = 0; di < NDAEMONS; di++)
-      printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f python %.1f us, "
-             "%.1f us cpu, %.2f cores |",
-             spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
-             series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
-             series[K_CLIENT + di].p50[r], series[K_PYTHON + di].p50[r], cpu_per[di][r],
-             cores[di][r]);
-    printf("\n");
-    fflush(stdout);
+      record(&series[(gap == 0 ? K_RAW_IDLE20 : K_RAW_IDLE2) + di], r, x->lat2[IDLE_RAW(di)],
+             x->nidle);
+    if (gap != 0) continue;
+    record(&series[K_ZMQ_IDLE20], r, x->lat2[IDLE_ZMQ], x->nidle);
+    for (int di = 0; di < NDAEMONS; di++) {
+      record(&series[K_PING_IDLE20 + di], r, x->lat2[IDLE_PING(di)], x->nidle);
+      record(&series[K_CLIENT_IDLE20 + di], r, x->lat2[IDLE_CLIENT(di)], x->nidle);
+    }
   }
+  for (int di = 0; di < NDAEMONS; di++)
+    python_loop(x->t[di].d.socket, x->nidle, x->nidle / 10 + 1, 20000,
+                &series[K_PYTHON_IDLE20 + di], r);
+}
 
-  /* Idle: any spin must have ended. */
+static void print_rep(int r) {
+  printf("rep %d: pp spin %.1f block %.1f idle20 %.1f idle2 %.1f us | zmq b2b %.1f idle20 %.1f "
+         "us |", r, series[K_PP_SPIN].p50[r], series[K_PP_BLOCK].p50[r],
+         series[K_PP_IDLE20].p50[r], series[K_PP_IDLE2].p50[r], series[K_ZMQ_B2B].p50[r],
+         series[K_ZMQ_IDLE20].p50[r]);
+  for (int di = 0; di < NDAEMONS; di++)
+    printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f (idle20 %.1f) python "
+           "%.1f (idle20 %.1f) us, %.1f us cpu, %.2f cores |",
+           spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
+           series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
+           series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r],
+           series[K_PYTHON + di].p50[r], series[K_PYTHON_IDLE20 + di].p50[r], cpu_per[di][r],
+           cores[di][r]);
+  printf("\n");
+  fflush(stdout);
+}
+
+/* Idle: any spin must have ended. */
+static void idle_cpu_figures(run_t *x, bool smoke) {
   for (int di = 0; di < NDAEMONS; di++) {
+    char key[128];
     uint64_t cpu0, cpu1, t0, t1;
     bench_sleep_us(200000);
-    cpu0 = bench_cpu_ns(t[di].d.pid);
+    cpu0 = bench_cpu_ns(x->t[di].d.pid);
     t0 = bench_now_ns();
-    bench_sleep_us(o.smoke ? 200000 : 2000000);
-    cpu1 = bench_cpu_ns(t[di].d.pid);
+    bench_sleep_us(smoke ? 200000 : 2000000);
+    cpu1 = bench_cpu_ns(x->t[di].d.pid);
     t1 = bench_now_ns();
     snprintf(key, sizeof key, "latency.%s.idle_cpu", spin_names[di]);
     bench_figure(key, 100.0 * (double)(cpu1 - cpu0) / (double)(t1 - t0), "%",
-                 "daemon CPU use while idle, from 0.2 s after the last dispatch; target ~0");
+                 "daemon CPU use while idle, from 0.2 s after the last dispatch");
   }
+}
 
+static void ratio_figure(const char *sn, const char *what, int a, int b, int reps,
+                         const char *note) {
+  char key[128];
+  snprintf(key, sizeof key, "latency.%s.%s.p50", sn, what);
+  bench_figure(key, med_ratio(series[a].p50, series[b].p50, reps), "x", note);
+}
+
+static void baseline_figures(const run_t *x, int reps) {
+  char note[256];
   snprintf(note, sizeof note, "baseline: Unix-socket ping-pong, two processes, %zu B -> %zu B, "
-           "both sides spinning on non-blocking reads (the floor)", qlen, rlen);
+           "both sides spinning on non-blocking reads (the floor)", x->qlen, x->rlen);
   figure_series("pingpong_spin", K_PP_SPIN, reps, note);
   figure_series("pingpong_block", K_PP_BLOCK, reps, "the same, blocking reads, back to back");
   figure_series("pingpong_idle20", K_PP_IDLE20, reps,
                 "the same, blocking, each round trip after 20 ms idle (a wake-up)");
   figure_series("pingpong_idle2", K_PP_IDLE2, reps, "the same, after 2 ms idle");
-  for (int di = 0; di < NDAEMONS; di++) {
-    const char *sn = spin_names[di];
-    char k2[96];
-    snprintf(k2, sizeof k2, "%s.b2b", sn);
-    snprintf(note, sizeof note, "noop(1), raw socket, back to back, %s", spin_conf[di] + 9);
-    note[strcspn(note, "\n")] = '\0';
-    figure_series(k2, K_RAW_B2B + di, reps, note);
-    snprintf(k2, sizeof k2, "%s.idle20", sn);
-    figure_series(k2, K_RAW_IDLE20 + di, reps, "noop(1), raw socket, each after 20 ms idle");
-    snprintf(k2, sizeof k2, "%s.idle2", sn);
-    figure_series(k2, K_RAW_IDLE2 + di, reps, "noop(1), raw socket, each after 2 ms idle");
-    snprintf(k2, sizeof k2, "%s.ping_idle20", sn);
-    figure_series(k2, K_PING_IDLE20 + di, reps, "ping (no device thread), after 20 ms idle");
-    snprintf(k2, sizeof k2, "%s.client", sn);
-    figure_series(k2, K_CLIENT + di, reps, "noop(1) through libptoclient, back to back");
-    if (python_ok) {
-      snprintf(k2, sizeof k2, "%s.python", sn);
-      figure_series(k2, K_PYTHON + di, reps,
-                    "noop(1) through the Python client (client/python), back to back");
-      snprintf(key, sizeof key, "latency.%s.python_vs_client.p50", sn);
-      bench_figure(key, med_ratio(series[K_PYTHON + di].p50, series[K_CLIENT + di].p50, reps),
-                   "x", "Python client / libptoclient, noop(1) back to back, p50, same rep; "
-                        "target <= 1.3");
-    }
+  snprintf(note, sizeof note, "peer baseline: ZeroMQ REQ/REP over ipc://, msgpack %zu B -> "
+           "%zu B, back to back", x->qlen, x->rlen);
+  figure_series("zmq_b2b", K_ZMQ_B2B, reps, note);
+  figure_series("zmq_idle20", K_ZMQ_IDLE20, reps, "the same, each round trip after 20 ms idle");
+}
 
-    snprintf(key, sizeof key, "latency.%s.b2b_vs_spin.p50", sn);
-    bench_figure(key, med_ratio(series[K_RAW_B2B + di].p50, series[K_PP_SPIN].p50, reps), "x",
-                 "raw dispatch back to back / spinning ping-pong, p50, same run; target <= 2");
-    snprintf(key, sizeof key, "latency.%s.b2b_vs_block.p50", sn);
-    bench_figure(key, med_ratio(series[K_RAW_B2B + di].p50, series[K_PP_BLOCK].p50, reps), "x",
-                 "raw dispatch back to back / blocking ping-pong, p50, same run");
-    snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p50", sn);
-    bench_figure(key, med_ratio(series[K_RAW_IDLE20 + di].p50, series[K_PP_IDLE20].p50, reps),
-                 "x", "dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, p50, "
-                      "interleaved; target <= 2");
-    snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p99", sn);
-    bench_figure(key, med_ratio(series[K_RAW_IDLE20 + di].p99, series[K_PP_IDLE20].p99, reps),
-                 "x", "the same, p99");
-    snprintf(key, sizeof key, "latency.%s.idle2_vs_block.p50", sn);
-    bench_figure(key, med_ratio(series[K_RAW_IDLE2 + di].p50, series[K_PP_IDLE2].p50, reps), "x",
-                 "dispatch after 2 ms idle / blocking ping-pong after 2 ms idle, p50");
-    snprintf(key, sizeof key, "latency.%s.daemon_cpu_per_dispatch", sn);
-    bench_figure(key, med(cpu_per[di], reps), "us",
-                 "daemon CPU time (all threads) per dispatch, raw back to back, spins included");
-    snprintf(key, sizeof key, "latency.%s.daemon_cores", sn);
-    bench_figure(key, med(cores[di], reps), "cores",
-                 "daemon CPU time / wall time while raw dispatches stream back to back (of 2)");
-  }
+/* The ratios each daemon's figures end with: series a (a daemon's) over
+ * series b (a baseline's, or the same daemon's), p50 of the same rep. */
+typedef struct ratio {
+  const char *what;
+  int a, b;
+  bool b_per_daemon, python;
+  const char *note;
+} ratio_t;
 
-  for (int i = 0; i < NDAEMONS; i++) {
-    pto_client_close(t[i].c);
-    close(t[i].fd);
-    msgpack_unpacker_destroy(&t[i].u);
-    bench_daemon_stop(&t[i].d);
+static const ratio_t ratios[] = {
+    {"python_vs_client", K_PYTHON, K_CLIENT, true, true,
+     "Python client / libptoclient, noop(1) back to back, same rep"},
+    {"python_idle20_vs_client", K_PYTHON_IDLE20, K_CLIENT_IDLE20, true, true,
+     "Python client / libptoclient, noop(1) after 20 ms idle, same rep"},
+    {"b2b_vs_spin", K_RAW_B2B, K_PP_SPIN, false, false,
+     "raw dispatch back to back / spinning ping-pong, same rep"},
+    {"client_vs_spin", K_CLIENT, K_PP_SPIN, false, false,
+     "libptoclient dispatch back to back / spinning ping-pong, same rep"},
+    {"b2b_vs_block", K_RAW_B2B, K_PP_BLOCK, false, false,
+     "raw dispatch back to back / blocking ping-pong, same rep"},
+    {"idle20_vs_block", K_RAW_IDLE20, K_PP_IDLE20, false, false,
+     "raw dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, interleaved"},
+    {"idle2_vs_block", K_RAW_IDLE2, K_PP_IDLE2, false, false,
+     "raw dispatch after 2 ms idle / blocking ping-pong after 2 ms idle, interleaved"},
+    {"client_vs_zmq_b2b", K_CLIENT, K_ZMQ_B2B, false, false,
+     "libptoclient dispatch / ZeroMQ REQ/REP round trip, back to back, same rep"},
+    {"client_vs_zmq_idle20", K_CLIENT_IDLE20, K_ZMQ_IDLE20, false, false,
+     "libptoclient dispatch / ZeroMQ REQ/REP round trip, after 20 ms idle, interleaved"},
+};
+
+/* Each daemon's series: key, kind (the daemon's index added), what it is. */
+static const struct {
+  const char *what;
+  int k;
+  bool python;
+  const char *note;
+} daemon_series[] = {
+    {"b2b", K_RAW_B2B, false, "noop(1), raw socket, back to back"},
+    {"idle20", K_RAW_IDLE20, false, "noop(1), raw socket, each after 20 ms idle"},
+    {"idle2", K_RAW_IDLE2, false, "noop(1), raw socket, each after 2 ms idle"},
+    {"ping_idle20", K_PING_IDLE20, false, "ping (no device thread), after 20 ms idle"},
+    {"client", K_CLIENT, false, "noop(1) through libptoclient, back to back"},
+    {"client_idle20", K_CLIENT_IDLE20, false, "noop(1) through libptoclient, after 20 ms idle"},
+    {"python", K_PYTHON, true, "noop(1) through the Python client, back to back"},
+    {"python_idle20", K_PYTHON_IDLE20, true,
+     "noop(1) through the Python client, each after 20 ms idle"},
+};
+
+static void daemon_figures(int di, int reps) {
+  const char *sn = spin_names[di];
+  char k2[96], key[128];
+  for (size_t i = 0; i < sizeof daemon_series / sizeof daemon_series[0]; i++) {
+    if (daemon_series[i].python && !python_ok) continue;
+    snprintf(k2, sizeof k2, "%s.%s", sn, daemon_series[i].what);
+    figure_series(k2, daemon_series[i].k + di, reps, daemon_series[i].note);
   }
-  for (size_t i = 0; i < 2 + 2 * NDAEMONS; i++) free(lat2[i]);
-  free(lat);
+  for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++) {
+    const ratio_t *q = &ratios[i];
+    if (q->python && !python_ok) continue;
+    ratio_figure(sn, q->what, q->a + di, q->b + (q->b_per_daemon ? di : 0), reps, q->note);
+  }
+  snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p99", sn);
+  bench_figure(key, med_ratio(series[K_RAW_IDLE20 + di].p99, series[K_PP_IDLE20].p99, reps),
+               "x", "raw dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, p99");
+  snprintf(key, sizeof key, "latency.%s.daemon_cpu_per_dispatch", sn);
+  bench_figure(key, med(cpu_per[di], reps), "us",
+               "daemon CPU time (all threads) per dispatch, raw back to back, spins included");
+  snprintf(key, sizeof key, "latency.%s.daemon_cores", sn);
+  bench_figure(key, med(cores[di], reps), "cores",
+               "daemon CPU time / wall time while raw dispatches stream back to back");
+}
+
+int main(int argc, char **argv) {
+  bench_opts_t o;
+  run_t x;
+  int reps;
+
+  bench_parse_args(argc, argv, "no-op dispatch round trip vs Unix-socket ping-pongs and ZeroMQ",
+                   &o);
+  bench_header("RPC latency: noop (1 task) round trip vs Unix-socket ping-pongs and a ZeroMQ "
+               "peer, back to back and after idle");
+  memset(&x, 0, sizeof x);
+  reps = o.reps > MAX_REPS ? MAX_REPS : o.reps;
+  x.n = o.smoke ? 200 : 5000;
+  x.warm = o.smoke ? 20 : 500;
+  x.nidle = o.smoke ? 4 : 100;
+  x.lat = calloc(x.n + x.warm, sizeof *x.lat);
+  if (!x.lat) fail("calloc");
+  for (size_t i = 0; i < IDLE_KINDS; i++)
+    if (!(x.lat2[i] = calloc(x.nidle, sizeof *x.lat))) fail("calloc");
+  run_start(&x);
+  printf("request %zu bytes, response %zu bytes; back to back %zu round trips per loop after "
+         "%zu warm-up; after idle %zu per loop; %d repetitions\n",
+         x.qlen, x.rlen, x.n, x.warm, x.nidle, reps);
+
+  for (int r = 0; r < reps; r++) {
+    /* Back to back: each loop alone, in an order that turns every rep. */
+    for (int step = 0; step < B2B_LOOPS; step++) b2b_loop(&x, (step + r) % B2B_LOOPS, r);
+    idle_loops(&x, r);
+    print_rep(r);
+  }
+  idle_cpu_figures(&x, o.smoke);
+  baseline_figures(&x, reps);
+  for (int di = 0; di < NDAEMONS; di++) daemon_figures(di, reps);
+
+  run_stop(&x);
+  for (size_t i = 0; i < IDLE_KINDS; i++) free(x.lat2[i]);
+  free(x.lat);
   return 0;
 }

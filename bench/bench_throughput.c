@@ -385,6 +385,10 @@ int main(int argc, char **argv) {
     for (int r = 0; r < o.reps; r++) ratio[r] = rates[MODE_RAW][k][r] / rates[MODE_ECHO][k][r];
     snprintf(key, sizeof key, "throughput.raw_ratio.c%d", counts[k]);
     bench_figure(key, bench_median(ratio, (size_t)o.reps), "x", "raw / echo server, same run");
+    for (int r = 0; r < o.reps; r++) ratio[r] = rates[MODE_CLIENT][k][r] / rates[MODE_RAW][k][r];
+    snprintf(key, sizeof key, "throughput.client_vs_raw.c%d", counts[k]);
+    bench_figure(key, bench_median(ratio, (size_t)o.reps), "x",
+                 "libptoclient / raw msgpack client, pipelined, same rep");
   }
 
   kill(echo, SIGTERM);

@@ -26,8 +26,11 @@ A target whose figures an attack does not report is left out of its table;
 an attack that reports none of them is listed as such.  A module that fails
 at this scale is reported with its exit status and last lines (its figures,
 if any, still count).  Also prints a MACHINE line first and one FIGURE line
-per target (`FIGURE isolation.ATTACK.TARGET value unit | met`), which
-scripts/bench files with the other benchmarks' figures.  Never run by the
+per target (`FIGURE isolation.ATTACK.TARGET value unit | limit L unit;
+met`) and one per module (`isolation.MODULE.exit_status`: a module that
+fails at the scale misses its target), which scripts/bench files with the
+other benchmarks' figures and scripts/bench-report puts in its targets
+table.  Never run by the
 tests: the modules themselves are the tests (at scale 1).
 """
 
@@ -116,9 +119,9 @@ def print_attack(test, f):
         print("  %-16s %14s %14s  %s" % (name, "%.6g %s" % (value, unit), "%.6g %s" % (limit, unit),
                                          "met" if met else "missed"))
         missed += not met
-    for name, value, unit, _, met in rows:
-        print("FIGURE isolation.%s.%s %.6g %s | %s" % (attack, name, value, unit,
-                                                      "met" if met else "missed"))
+    for name, value, unit, limit, met in rows:
+        print("FIGURE isolation.%s.%s %.6g %s | limit %.6g %s; %s" % (
+            attack, name, value, unit, limit, unit, "met" if met else "missed"))
     return missed
 
 
@@ -158,6 +161,9 @@ def main():
         for test, f in rows:
             attacks += 1
             missed += print_attack(test, f)
+        # A module that fails has attacks without figures: the report shows it.
+        print("FIGURE isolation.%s.exit_status %d status | limit 0 status; %s"
+              % (name[:-3], rc, "met" if rc == 0 else "missed"))
         sys.stdout.flush()
     print("\n== %d attacks, %d targets missed, %d modules failed" % (attacks, missed, failed))
     return 0

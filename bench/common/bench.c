@@ -124,6 +124,14 @@ static void read_line(const char *path, char *buf, size_t cap) {
   fclose(f);
 }
 
+/* The first three fields of /proc/loadavg into buf. */
+static void read_loadavg(char *buf, size_t cap) {
+  char *p = buf;
+  read_line("/proc/loadavg", buf, cap);
+  for (int fields = 0; *p && fields < 3; p++)
+    if (*p == ' ' && ++fields == 3) *p = '\0';
+}
+
 /* The hypervisor's CPUID signature (leaf 0x40000000), or "none". */
 static void hypervisor(char *buf, size_t cap) {
   snprintf(buf, cap, "none");
@@ -138,6 +146,10 @@ static void hypervisor(char *buf, size_t cap) {
       memcpy(sig + 4, &c, 4);
       memcpy(sig + 8, &d, 4);
       sig[12] = '\0';
+      /* some signatures are padded with blanks ("bhyve bhyve "): one word */
+      for (char *p = sig; *p; p++)
+        if (*p == ' ') *p = '_';
+      for (size_t n = strlen(sig); n > 0 && sig[n - 1] == '_'; n--) sig[n - 1] = '\0';
       snprintf(buf, cap, "%s", sig[0] ? sig : "unnamed");
     }
   }
@@ -191,12 +203,12 @@ void bench_header(const char *title) {
   /* cpuidle-haltpoll polls this long before halting an idle vCPU: at 0 every
    * wake-up of an idle vCPU waits for the hypervisor (BENCHMARKS.md). */
   read_line("/sys/module/haltpoll/parameters/guest_halt_poll_ns", haltpoll, sizeof haltpoll);
-  read_line("/proc/loadavg", loadavg, sizeof loadavg);
+  read_loadavg(loadavg, sizeof loadavg);
   printf("== %s\n", title);
   /* One line, the same in every benchmark: scripts/bench files it with the
    * figures. */
   printf("MACHINE cpus=%ld model=\"%s\" hypervisor=%s kernel=%s thp=\"%s\" thp_defrag=\"%s\" "
-         "free_page_reporting=%s(order %s) cpuidle=%s guest_halt_poll_ns=%s load=\"%.14s\"\n",
+         "free_page_reporting=%s(order %s) cpuidle=%s guest_halt_poll_ns=%s load=\"%s\"\n",
          sysconf(_SC_NPROCESSORS_ONLN), model, hv, u.release, thp, defrag, free_page_reporting(),
          order, idle, haltpoll, loadavg);
   fflush(stdout);
@@ -204,8 +216,7 @@ void bench_header(const char *title) {
 
 const char *bench_loadavg(void) {
   static char buf[64];
-  read_line("/proc/loadavg", buf, sizeof buf);
-  buf[14] = '\0';
+  read_loadavg(buf, sizeof buf);
   return buf;
 }
 
@@ -247,10 +258,32 @@ static void print_log(const char *path) {
 }
 
 void bench_daemon_start(bench_daemon_t *d, const char *config) {
+  bench_daemon_start_under(d, config, NULL);
+}
+
+/* The child's side: exec the daemon, under the wrapper if any. */
+static void exec_daemon(const char *config_path, const char *log, const char *const *wrapper) {
+  const char *argv[32];
+  size_t n = 0;
+  int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    dup2(fd, 2);
+    dup2(fd, 1);
+  }
+  for (; wrapper && wrapper[n] && n < 28; n++) argv[n] = wrapper[n];
+  argv[n++] = bench_ptod_path();
+  argv[n++] = "--config";
+  argv[n++] = config_path;
+  argv[n] = NULL;
+  execvp(argv[0], (char *const *)argv);
+  fprintf(stderr, "Failed to run '%s': %s.\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+void bench_daemon_start_under(bench_daemon_t *d, const char *config, const char *const *wrapper) {
   char path[256];
   FILE *f;
   uint64_t t0;
-  int fd;
 
   memset(d, 0, sizeof *d);
   snprintf(d->dir, sizeof d->dir, "/tmp/ptod-bench-XXXXXX");
@@ -267,16 +300,7 @@ void bench_daemon_start(bench_daemon_t *d, const char *config) {
 
   d->pid = fork();
   if (d->pid < 0) die("fork failed: %s.", strerror(errno));
-  if (d->pid == 0) {
-    fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      dup2(fd, 2);
-      dup2(fd, 1);
-    }
-    execl(bench_ptod_path(), "ptod", "--config", path, (char *)NULL);
-    fprintf(stderr, "Failed to run '%s': %s.\n", bench_ptod_path(), strerror(errno));
-    _exit(127);
-  }
+  if (d->pid == 0) exec_daemon(path, d->log, wrapper);
   t0 = bench_now_ns();
   while (!daemon_ready(d->socket)) {
     int status;

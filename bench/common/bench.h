@@ -77,6 +77,10 @@ typedef struct bench_daemon {
  * until it answers ping with state "ready".  The daemon's stderr goes to
  * d->log. */
 void bench_daemon_start(bench_daemon_t *d, const char *config);
+/* The same, the daemon run under `wrapper` (argv of a program that runs
+ * the daemon's command line after its own, as valgrind does; looked up on
+ * PATH; NULL-terminated), or directly when wrapper is NULL. */
+void bench_daemon_start_under(bench_daemon_t *d, const char *config, const char *const *wrapper);
 /* SIGTERM, wait, remove the directory; prints the log if it did not exit 0. */
 void bench_daemon_stop(bench_daemon_t *d);
 

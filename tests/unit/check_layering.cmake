@@ -16,8 +16,7 @@ foreach(lib IN LISTS PURE_LIBS)
 endforeach()
 
 set(build_files CMakeLists.txt)
-# bench/ is built only with PTOD_BENCH and is left out for now.
-foreach(dir cmake proto daemon programs client systemd tests examples)
+foreach(dir cmake proto daemon programs client systemd tests examples bench)
   file(GLOB_RECURSE found RELATIVE ${SOURCE_DIR}
     ${SOURCE_DIR}/${dir}/CMakeLists.txt ${SOURCE_DIR}/${dir}/*.cmake)
   list(APPEND build_files ${found})
