@@ -2,7 +2,8 @@
 /* dispatch's cheap response (proto/dispatch_pack.h) against the schema
  * tables: the same bytes for every sizing, source, number size, output
  * and DFX form, also when its cached sizing bytes are reused, replaced by
- * another key's, or by the same key's with other sources. */
+ * another key's, or by the same key's with other sources; and the same
+ * layout read back: the same result as the tables decode, or declined. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +12,14 @@
 #include "refbuf.h"
 #include "rpc.h"
 
-#define TW   PTO_FIELD_TASK_WINDOW
+#define TW PTO_FIELD_TASK_WINDOW
 #define HEAP PTO_FIELD_HEAP
-#define DEP  PTO_FIELD_DEP_POOL
+#define DEP PTO_FIELD_DEP_POOL
 
 /* Numbers on every boundary of msgpack's integer forms. */
-static const uint64_t numbers[] = {0,     1,          127,        128,       255,
-                                   256,   65535,      65536,      UINT32_MAX, UINT64_C(1) << 32,
-                                   7000000000000u,    UINT64_MAX};
+static const uint64_t numbers[] = {
+    0,         1, 127, 128, 255, 256, 65535, 65536, UINT32_MAX, UINT64_C(1) << 32, 7000000000000u,
+    UINT64_MAX};
 #define NNUMBERS (sizeof(numbers) / sizeof(numbers[0]))
 
 /* A result whose numbers and sources all come from `seed`. */
@@ -196,6 +197,135 @@ START_TEST(large_outputs_by_reference) {
 }
 END_TEST
 
+/* ---- the layout read back (the client's fast path) ----------------------- */
+
+/* Decode msg the general way (proto_decode + the tables) and the fast way
+ * (with the sizing bytes of the general result, as the client learns
+ * them): the same result, or the fast way declines where the general way
+ * fails. */
+static void check_read_back(const msgpack_sbuffer *msg, uint32_t msgid) {
+  proto_bytes_t outs[64];
+  proto_dispatch_result_t fast;
+  proto_result_t general;
+  proto_sizing_bytes_t seen;
+  proto_envelope_t env;
+  msgpack_unpacked up;
+  pto_error_t err;
+  uint32_t got_msgid = 0;
+  const uint8_t *b = (const uint8_t *)msg->data;
+  size_t len;
+  int rc;
+  memset(&seen, 0, sizeof(seen));
+  msgpack_unpacked_init(&up);
+  ck_assert_int_eq(proto_decode(msg->data, msg->size, &up, &env, &err), 0);
+  rc = proto_result_decode(PROTO_M_DISPATCH, env.result, up.zone, &general, &err);
+  if (rc < 0) { /* a count past INT64_MAX: the tables refuse it, so must the
+                   fast way */
+    ck_assert_int_eq(proto_sizing_bytes_make(&seen, 1, &(pto_sizing_resolved_t){0}), 0);
+    seen.valid = true;
+    ck_assert_uint_eq(
+        proto_dispatch_response_match(b, msg->size, &seen, &got_msgid, &fast, outs, 64), 0);
+    msgpack_unpacked_destroy(&up);
+    return;
+  }
+  ck_assert_uint_eq(proto_dispatch_response_match(b, msg->size, &seen, &got_msgid, &fast, outs, 64),
+                    0); /* not learned yet */
+  ck_assert_int_eq(
+      proto_sizing_bytes_make(&seen, general.dispatch.arena.key, &general.dispatch.sizing), 0);
+  len = proto_dispatch_response_match(b, msg->size, &seen, &got_msgid, &fast, outs, 64);
+  if (general.dispatch.noutputs > 64 || proto_dfx_present(&general.dispatch.dfx)) {
+    ck_assert_uint_eq(len, 0);
+  } else {
+    ck_assert_uint_eq(len, msg->size);
+    ck_assert_uint_eq(got_msgid, msgid);
+    ck_assert_uint_eq(fast.noutputs, general.dispatch.noutputs);
+    for (uint32_t i = 0; i < fast.noutputs; i++) {
+      const proto_bytes_t *g = &general.dispatch.outputs[i];
+      ck_assert_uint_eq(fast.outputs[i].len, g->len);
+      ck_assert(!fast.outputs[i].ptr == !g->ptr);
+      if (g->ptr && g->len) ck_assert_ptr_eq(fast.outputs[i].ptr, g->ptr);
+    }
+    fast.outputs = general.dispatch.outputs;
+    ck_assert_mem_eq(&fast, &general.dispatch, sizeof(fast));
+    for (size_t cut = 0; cut < msg->size; cut++) /* not all there yet */
+      ck_assert_uint_eq(proto_dispatch_response_match(b, cut, &seen, &got_msgid, &fast, outs, 64),
+                        0);
+    if (general.dispatch.noutputs > 0)
+      ck_assert_uint_eq(proto_dispatch_response_match(b, msg->size, &seen, &got_msgid, &fast, outs,
+                                                      general.dispatch.noutputs - 1),
+                        0);
+  }
+  msgpack_unpacked_destroy(&up);
+}
+
+static void encode(msgpack_sbuffer *sb, uint32_t msgid, const proto_dispatch_result_t *r) {
+  proto_result_t res;
+  memset(&res, 0, sizeof(res));
+  res.dispatch = *r;
+  msgpack_sbuffer_clear(sb);
+  ck_assert_int_eq(proto_encode_response(sb, msgid, PROTO_M_DISPATCH, &res), 0);
+}
+
+START_TEST(read_back_every_form) {
+  static uint8_t bytes[300];
+  proto_bytes_t outs[70];
+  proto_dispatch_result_t r;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  for (size_t i = 0; i < 70; i++) {
+    outs[i].ptr = i % 3 == 0 ? NULL : bytes;
+    outs[i].len = i % 3 == 0 ? 0 : (i * 37) % sizeof(bytes);
+  }
+  for (unsigned seed = 0; seed < 2 * NNUMBERS; seed++) {
+    make_result(&r, seed);
+    r.outputs = outs;
+    r.noutputs = (seed * 5) % 70;
+    encode(&sb, seed * 1000u, &r);
+    check_read_back(&sb, seed * 1000u);
+  }
+  make_result(&r, 2);
+  r.dfx.refused = "too many tasks";
+  encode(&sb, 9, &r);
+  check_read_back(&sb, 9);
+  msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
+/* Bytes of another sizing (one source differs), an error answer, a
+ * request: the fast way declines. */
+START_TEST(read_back_declines_other_messages) {
+  static const pto_error_t busy = {.code = PTO_E_BUSY, .message = "busy"};
+  proto_bytes_t outs[4];
+  proto_dispatch_result_t r, got;
+  proto_sizing_bytes_t seen;
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  uint32_t msgid;
+  memset(&seen, 0, sizeof(seen));
+  msgpack_sbuffer_init(&sb);
+  make_result(&r, 6);
+  r.arena.build_us = 5;
+  r.timing_us.queue = r.timing_us.arena = r.timing_us.run = r.timing_us.total = r.tasks = 1;
+  encode(&sb, 3, &r);
+  ck_assert_int_eq(proto_sizing_bytes_make(&seen, r.arena.key, &r.sizing), 0);
+  ck_assert_uint_eq(proto_dispatch_response_match((const uint8_t *)sb.data, sb.size, &seen, &msgid,
+                                                  &got, outs, 4),
+                    sb.size);
+  r.sizing.source[TW][1] = (uint8_t)((r.sizing.source[TW][1] + 1) % 4);
+  encode(&sb, 3, &r);
+  ck_assert_uint_eq(proto_dispatch_response_match((const uint8_t *)sb.data, sb.size, &seen, &msgid,
+                                                  &got, outs, 4),
+                    0);
+  msgpack_sbuffer_clear(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  ck_assert_int_eq(proto_pack_response_error(&pk, 3, &busy), 0);
+  ck_assert_uint_eq(proto_dispatch_response_match((const uint8_t *)sb.data, sb.size, &seen, &msgid,
+                                                  &got, outs, 4),
+                    0);
+  msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
 static Suite *dispatch_pack_suite(void) {
   Suite *s = suite_create("dispatch_pack");
   TCase *tc = tcase_create("same_bytes");
@@ -206,6 +336,8 @@ static Suite *dispatch_pack_suite(void) {
   tcase_add_test(tc, many_nil_outputs);
   tcase_add_test(tc, with_dfx);
   tcase_add_test(tc, large_outputs_by_reference);
+  tcase_add_test(tc, read_back_every_form);
+  tcase_add_test(tc, read_back_declines_other_messages);
   suite_add_tcase(s, tc);
   return s;
 }
