@@ -7,6 +7,7 @@
  *   send.c          its writing: one request
  *   client_errors.c the client error table, messages
  *   reply.c         one answer: decoding into the public result types, their memory
+ *                   (a dispatch answer in the daemon's own layout: the fast way)
  *   config.c        pto_config_t
  *   calls.c         requests -> proto params, the blocking helpers
  *   recv_buffer.c   the connection's receive buffer, lent to large results
