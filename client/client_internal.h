@@ -7,6 +7,7 @@
  *   send.c          its writing: one request
  *   client_errors.c the client error table, messages
  *   reply.c         one answer: decoding into the public result types, their memory
+ *                   (a dispatch answer in the daemon's own layout: the fast way)
  *   config.c        pto_config_t
  *   calls.c         requests -> proto params, the blocking helpers
  *   recv_buffer.c   the connection's receive buffer, lent to large results
@@ -179,5 +180,15 @@ typedef struct reply_outcome {
 
 int client_reply_decode(pto_client_t *c, rxbuf_msg_t *msg,
                         int (*method_of)(pto_client_t *c, uint32_t msgid), reply_outcome_t *ret);
+
+/* The fast path before it: when the next message in rx is whole and a
+ * dispatch answer laid out as this daemon packs them, with the sizing of
+ * the last dispatch result decoded on this thread
+ * (proto_dispatch_response_match), take it out of rx and make its result
+ * without msgpack-c or the schema tables: 1 and *ret as
+ * client_reply_decode would fill it.  0: not such a message, nothing taken
+ * (decode it the general way); -PTO_E_NO_MEMORY. */
+int client_reply_fast(pto_client_t *c, rxbuf_t *rx,
+                      int (*method_of)(pto_client_t *c, uint32_t msgid), reply_outcome_t *ret);
 
 #endif

@@ -8,6 +8,13 @@
 
 #include "connection.h"
 
+static void conn_out_of_memory(pto_client_t *c, size_t len) {
+  pto_error_t e;
+  client_error(&e, PTO_E_NO_MEMORY, "Out of memory decoding a %zu-byte answer from '%s'.", len,
+               c->path);
+  conn_kill(c, &e);
+}
+
 /* Every whole message in the buffer. */
 static void process(pto_client_t *c) {
   while (!c->dead && c->rx.end > c->rx.start) {
@@ -16,6 +23,17 @@ static void process(pto_client_t *c) {
     reply_outcome_t out;
     rxbuf_msg_t msg;
     int rc;
+    if (c->reader.offset == 0) { /* between messages: a dispatch answer may go the fast way */
+      rc = client_reply_fast(c, &c->rx, slot_method_of, &out);
+      if (rc < 0) {
+        conn_out_of_memory(c, c->rx.end - c->rx.start);
+        return;
+      }
+      if (rc > 0) {
+        conn_deliver(c, &out);
+        continue;
+      }
+    }
     pto_error_clear(&err);
     rc = proto_reader_feed(&c->reader, rxbuf_data(&c->rx) + c->rx.start, c->rx.end - c->rx.start,
                            &len, &err);
@@ -38,10 +56,7 @@ static void process(pto_client_t *c) {
     }
     rc = client_reply_decode(c, &msg, slot_method_of, &out);
     if (rc < 0) {
-      pto_error_t e;
-      client_error(&e, PTO_E_NO_MEMORY, "Out of memory decoding a %zu-byte answer from '%s'.", len,
-                   c->path);
-      conn_kill(c, &e);
+      conn_out_of_memory(c, len);
       return;
     }
     conn_deliver(c, &out);

@@ -5,13 +5,19 @@
 #include <stdlib.h>
 #include <sys/uio.h>
 
+#include "dispatch_pack.h"
 #include "rpc.h"
 
 int answer_encode(msgpack_sbuffer *sb, proto_refbuf_t *refs, uint32_t msgid, proto_method_t method,
                   const proto_result_t *result, const void *lo, const void *hi) {
   msgpack_packer pk;
+  int rc;
   proto_refbuf_begin(refs, sb, lo, hi, &pk);
-  if (proto_pack_response_begin(&pk, msgid) < 0 || proto_result_pack(&pk, method, result) < 0) {
+  if (method == PROTO_M_DISPATCH)
+    rc = proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
+  else
+    rc = proto_pack_response_begin(&pk, msgid) < 0 ? -ENOMEM : proto_result_pack(&pk, method, result);
+  if (rc < 0) {
     refs->n = 0;
     return -ENOMEM;
   }

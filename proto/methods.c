@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dispatch_pack.h"
 #include "schema.h"
 
 /* Row builders.  T is the struct the rows of one table describe. */
@@ -67,7 +68,7 @@ static const schema_spec_t resolved_rows[] = {
     QUAD_ROWS(pto_sizing_resolved_t, value, "ring_task_window", "ring_heap", "ring_dep_pool"),
     ROW_MAP_HERE("source", source_schema),
 };
-static const schema_t resolved_schema = SCHEMA(resolved_rows);
+const schema_t proto_sizing_resolved_schema = SCHEMA(resolved_rows);
 
 /* --- config ------------------------------------------------------------- */
 
@@ -383,7 +384,7 @@ static const schema_t timing_schema = SCHEMA(timing_rows);
 static const schema_spec_t dispatch_result_rows[] = {
     ROW_LIST("outputs", T, outputs, noutputs, output_elem),
     ROW_MAP_HERE("arena", dispatch_arena_schema),
-    ROW_MAP("sizing", T, sizing, resolved_schema, 0),
+    ROW_MAP("sizing", T, sizing, proto_sizing_resolved_schema, 0),
     ROW_MAP("peaks", T, peaks, peaks_schema, 0),
     ROW_MAP_HERE("timing_us", timing_schema),
     ROW_COUNT("tasks", T, tasks),
@@ -553,6 +554,11 @@ int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t me
   msgpack_packer pk;
   int rc;
   if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  if (method == PROTO_M_DISPATCH && result) { /* every dispatch: the cheap way, same bytes */
+    rc = proto_sbuffer_reserve(sb, proto_dispatch_result_payload(&result->dispatch) + 4096);
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    return rc < 0 ? rc : proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
+  }
   rc = reserve(sb, &methods[method].result, result);
   if (rc < 0) return rc;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);

@@ -116,6 +116,8 @@ int schema_bad_value(schema_ctx_t *ctx, const char *key, const char *expect,
                      const msgpack_object *got);
 /* The rows of the "dfx" map (proto/dfx.c). */
 extern const schema_t proto_dfx_schema;
+/* The rows of a resolved sizing map, values and sources (proto/methods.c). */
+extern const schema_t proto_sizing_resolved_schema;
 
 /* The unsigned integer of `size` bytes (1, 4 or 8) at p, as a struct
  * field holds it. */
