@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "fixture.h"
 #include "methods.h"
 
@@ -115,11 +116,4 @@ static Suite *fast_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(fast_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+PTO_CHECK_MAIN(fast_suite)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "dispatch_pack.h"
 #include "refbuf.h"
 #include "rpc.h"
@@ -342,11 +343,4 @@ static Suite *dispatch_pack_suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(dispatch_pack_suite());
-  int failed;
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+PTO_CHECK_MAIN(dispatch_pack_suite)
