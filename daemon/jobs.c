@@ -38,22 +38,6 @@ static void encode_error(req_t *req, const pto_error_t *err) {
 static void encode_result_as(req_t *req, proto_method_t method, const proto_result_t *result) {
   pto_error_t err;
   msgpack_sbuffer_clear(&req->response);
-  if (method == PROTO_M_DISPATCH) {
-    /* Room for every output at once: no doubling reallocations, and huge
-     * pages for a large one (srv_buffer_hint). */
-    size_t need = 4096;
-    for (uint32_t i = 0; i < result->dispatch.noutputs; i++)
-      need += result->dispatch.outputs[i].len;
-    if (need >= SRV_HUGE_BUFFER && need > req->response.alloc) {
-      char *data = malloc(need);
-      if (data) {
-        srv_buffer_hint(data, need);
-        free(req->response.data);
-        req->response.data = data;
-        req->response.alloc = need;
-      }
-    }
-  }
   if (proto_encode_response(&req->response, req->msgid, method, result) < 0) {
     pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory encoding the response.");
     encode_error(req, &err);
@@ -64,6 +48,18 @@ static void encode_result_as(req_t *req, proto_method_t method, const proto_resu
 
 static void encode_result(req_t *req, const proto_result_t *result) {
   encode_result_as(req, req->method, result);
+}
+
+/* Room for every output of a dispatch's answer at once: no doubling
+ * reallocations, and huge pages for a large one (srv_buffer_hint). */
+static void reserve_response(msgpack_sbuffer *sb, size_t need) {
+  char *data;
+  if (need < SRV_HUGE_BUFFER || need <= sb->alloc || (data = malloc(need)) == NULL) return;
+  srv_buffer_hint(data, need);
+  free(sb->data);
+  sb->data = data;
+  sb->size = 0;
+  sb->alloc = need;
 }
 
 /* A dispatch's answer: outputs of PROTO_REF_MIN bytes or more are written
@@ -85,6 +81,7 @@ static void encode_dispatch_result(req_t *req, const proto_result_t *result, uin
     }
     req->refs.n = 0;
   }
+  reserve_response(&req->response, out_bytes + 4096);
   encode_result(req, result);
 }
 
@@ -194,7 +191,7 @@ static void observe(req_t *req, int code, const rt_arena_result_t *arena, uint64
   metrics_observe_dispatch(req->d->metrics, &o);
 }
 
-static void run_dispatch(req_t *req) {
+void jobs_dispatch(req_t *req) {
   ptod_t *d = req->d;
   const proto_dispatch_params_t *p = &req->params.dispatch;
   proto_result_t result;
@@ -212,16 +209,16 @@ static void run_dispatch(req_t *req) {
   dfx_artefacts_t dfx = {0};
   proto_dfx_t fail_dfx = {0};
   bool ran = false;
-  const dfx_dir_t files = {req->diagnostics_dir, req->diagnostics_max_bytes,
-                           req->diagnostics_max_files};
+  const dfx_dir_t files = {req->snap.diagnostics_dir, req->snap.diagnostics_max_bytes,
+                           req->snap.diagnostics_max_files};
   int rc;
 
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
   d->dispatch_seq++;
-  pto_sizing_resolve(&p->config.sizing, &d->env, &req->baseline, &sizing);
+  pto_sizing_resolve(&p->config.sizing, &d->env, &req->snap.baseline, &sizing);
 
-  prog = req->program;
+  prog = req->snap.program;
 
   if (p->nargs) {
     args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*args));
@@ -249,8 +246,8 @@ static void run_dispatch(req_t *req) {
 
   t_run = dsp_now_ns();
   rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
-  rcfg.run_timeout_ms = req->run_timeout_ms;
-  rcfg.deadlock_timeout_ms = req->deadlock_timeout_ms;
+  rcfg.run_timeout_ms = req->snap.run_timeout_ms;
+  rcfg.deadlock_timeout_ms = req->snap.deadlock_timeout_ms;
   if (dfx_trace_new(&p->config, &trace) < 0) {
     rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
     goto fail;
@@ -282,8 +279,8 @@ static void run_dispatch(req_t *req) {
     outputs[i].len = returned ? args[i].bytes : 0;
     out_bytes += outputs[i].len;
   }
-  if (trace && dfx_collect(trace, &p->config, p->program, req->device_id, &files,
-                           d->dispatch_seq, out_bytes, req->output_limit, &dfx, &r->dfx) < 0) {
+  if (trace && dfx_collect(trace, &p->config, p->program, req->snap.device_id, &files,
+                           d->dispatch_seq, out_bytes, req->snap.output_limit, &dfx, &r->dfx) < 0) {
     rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX artefacts.");
     goto fail;
   }
@@ -310,8 +307,8 @@ fail:
              err.message);
   /* What the run recorded until it failed is what explains the failure. */
   if (ran && trace)
-    (void)dfx_collect(trace, &p->config, p->program, req->device_id, &files, d->dispatch_seq, 0,
-                      req->output_limit, &dfx, &fail_dfx);
+    (void)dfx_collect(trace, &p->config, p->program, req->snap.device_id, &files, d->dispatch_seq, 0,
+                      req->snap.output_limit, &dfx, &fail_dfx);
   encode_error(req, &err);
   if (proto_dfx_present(&fail_dfx)) {
     msgpack_sbuffer_clear(&req->response);
@@ -325,62 +322,79 @@ fail:
 
 /* ---- buffers and prewarm ------------------------------------------------- */
 
-static void run_buffer(req_t *req) {
-  ptod_t *d = req->d;
+/* A buffer job's end: its error, or its result in its method's shape. */
+static void encode_outcome(req_t *req, int rc, const pto_error_t *err,
+                           const proto_result_t *result) {
+  if (rc < 0)
+    encode_error(req, err);
+  else
+    encode_result(req, result);
+}
+
+void jobs_buffer_alloc(req_t *req) {
+  const proto_buffer_alloc_params_t *p = &req->params.buffer_alloc;
   proto_result_t result;
   pto_error_t err;
-  int rc = 0;
-
+  int rc;
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
-  switch (req->method) {
-  case PROTO_M_BUFFER_ALLOC: {
-    const proto_buffer_alloc_params_t *p = &req->params.buffer_alloc;
-    rc = buf_alloc(d->buffers, p->name, p->bytes, p->init.ptr, &err);
-    result.buffer_alloc.name = p->name;
-    result.buffer_alloc.bytes = p->bytes;
-    break;
+  rc = buf_alloc(req->d->buffers, p->name, p->bytes, p->init.ptr, &err);
+  result.buffer_alloc.name = p->name;
+  result.buffer_alloc.bytes = p->bytes;
+  encode_outcome(req, rc, &err, &result);
+}
+
+void jobs_buffer_write(req_t *req) {
+  const proto_buffer_write_params_t *p = &req->params.buffer_write;
+  proto_result_t result;
+  pto_error_t err;
+  int rc;
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  rc = buf_write(req->d->buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
+  result.buffer_write.bytes = p->data.len;
+  encode_outcome(req, rc, &err, &result);
+}
+
+void jobs_buffer_read(req_t *req) {
+  ptod_t *d = req->d;
+  const proto_buffer_read_params_t *p = &req->params.buffer_read;
+  proto_result_t result;
+  pto_error_t err;
+  const void *data = NULL;
+  uint64_t bytes = p->bytes;
+  int rc;
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  rc = buf_read(d->buffers, p->name, p->offset, &bytes, &data, &err);
+  if (rc == 0 && p->shm) {
+    /* Into the client's region; the answer is {bytes}, buffer.write's shape. */
+    dev_copy_from_device(d->dev, req->shm_ptr[0], data, bytes);
+    result.buffer_write.bytes = bytes;
+    encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
+    return;
   }
-  case PROTO_M_BUFFER_WRITE: {
-    const proto_buffer_write_params_t *p = &req->params.buffer_write;
-    rc = buf_write(d->buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
-    result.buffer_write.bytes = p->data.len;
-    break;
+  if (rc == 0) rc = service_check_read(p->name, bytes, req->snap.output_limit, &err);
+  if (rc == 0 && bytes > MAX_BIN) {
+    rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
+                       "Reading %llu bytes of buffer '%s' at once is more than one message can "
+                       "carry (%llu bytes); read it in parts with offset and bytes.",
+                       (unsigned long long)bytes, p->name, (unsigned long long)MAX_BIN);
+    snprintf(err.key, sizeof(err.key), "bytes");
   }
-  case PROTO_M_BUFFER_READ: {
-    const proto_buffer_read_params_t *p = &req->params.buffer_read;
-    const void *data = NULL;
-    uint64_t bytes = p->bytes;
-    rc = buf_read(d->buffers, p->name, p->offset, &bytes, &data, &err);
-    if (rc == 0 && p->shm) {
-      /* Into the client's region; the answer is {bytes}, buffer.write's shape. */
-      dev_copy_from_device(d->dev, req->shm_ptr[0], data, bytes);
-      result.buffer_write.bytes = bytes;
-      encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
-      return;
-    }
-    if (rc == 0) rc = service_check_read(p->name, bytes, req->output_limit, &err);
-    if (rc == 0 && bytes > MAX_BIN) {
-      rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
-                         "Reading %llu bytes of buffer '%s' at once is more than one message can "
-                         "carry (%llu bytes); read it in parts with offset and bytes.",
-                         (unsigned long long)bytes, p->name, (unsigned long long)MAX_BIN);
-      snprintf(err.key, sizeof(err.key), "bytes");
-    }
-    result.buffer_read.ptr = data;
-    result.buffer_read.len = bytes;
-    break;
-  }
-  case PROTO_M_BUFFER_FREE:
-    rc = buf_free(d->buffers, req->params.buffer_free.name, &result.buffer_free.bytes, &err);
-    break;
-  default:
-    rc = pto_error_set(&err, PTO_E_INTERNAL, "Not a buffer method.");
-  }
-  if (rc < 0)
-    encode_error(req, &err);
-  else
-    encode_result(req, &result);
+  result.buffer_read.ptr = data;
+  result.buffer_read.len = bytes;
+  encode_outcome(req, rc, &err, &result);
+}
+
+void jobs_buffer_free(req_t *req) {
+  proto_result_t result;
+  pto_error_t err;
+  int rc;
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  rc = buf_free(req->d->buffers, req->params.buffer_free.name, &result.buffer_free.bytes, &err);
+  encode_outcome(req, rc, &err, &result);
 }
 
 /* The warm-up run of a prewarm: one empty task through the runtime, and a
@@ -461,7 +475,7 @@ int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result
   return rc;
 }
 
-static void run_prewarm(req_t *req) {
+void jobs_prewarm_request(req_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
   pto_sizing_resolved_t sizing;
@@ -469,7 +483,7 @@ static void run_prewarm(req_t *req) {
   pto_error_t err;
 
   pto_error_clear(&err);
-  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->env, &req->baseline, &sizing);
+  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->env, &req->snap.baseline, &sizing);
   if (jobs_prewarm(d, &sizing, &arena, &err) < 0) {
     encode_error(req, &err);
     return;
@@ -477,13 +491,4 @@ static void run_prewarm(req_t *req) {
   memset(&result, 0, sizeof(result));
   prewarm_arena_snapshot(&d->prewarm, d->rt, &result.prewarm);
   encode_result(req, &result);
-}
-
-void jobs_run(dsp_job_t *job) {
-  req_t *req = (req_t *)job;
-  switch (req->method) {
-  case PROTO_M_DISPATCH: run_dispatch(req); break;
-  case PROTO_M_PREWARM: run_prewarm(req); break;
-  default: run_buffer(req); break;
-  }
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "request.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "describe.h"
+#include "dfx.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
@@ -70,12 +72,37 @@ static void req_finish(req_t *req) {
   msgpack_sbuffer_destroy(&req->response);
   proto_refbuf_free(&req->refs);
   staging_give_back(req->lent);
-  free(req->diagnostics_dir);
+  free(req->snap.diagnostics_dir);
   srv_msg_done(req->conn, req->msg);
   free(req);
 }
 
-static bool is_dispatch(const req_t *req) { return req->method == PROTO_M_DISPATCH; }
+/* ---- the method table ------------------------------------------------------ */
+
+/* Where a method runs. */
+typedef enum method_thread { ON_LOOP, ON_DEVICE } method_thread_t;
+
+/* One row per method: everything request.c knows of a method.  Device
+ * methods pass admit (NULL: no check) with req->snap taken, name their
+ * shared-memory ranges (regions, NULL: none) and are queued as one job in
+ * their connection's flow; run encodes the answer on the device thread.
+ * A request has that one queue entry until it is answered: where a method
+ * is cancelled, ordered or run on the loop instead is a matter of its
+ * row. */
+typedef struct method_row {
+  method_thread_t thread;
+  service_serve_fn *serve;                          /* ON_LOOP (service.h) */
+  int (*admit)(const req_t *req, pto_error_t *err); /* ON_DEVICE */
+  int (*regions)(req_t *req, shm_table_t *shm, pto_error_t *err);
+  void (*run)(req_t *req); /* ON_DEVICE, on the device thread */
+  /* A dispatch: runs a program (looked up at admission, its outcome
+   * counted per program), may have a deadline and DFX artefacts. */
+  bool runs_program;
+} method_row_t;
+
+static const method_row_t *row_of(const req_t *req);
+
+static bool is_dispatch(const req_t *req) { return row_of(req)->runs_program; }
 
 /* Answer err before the request reached the device, and end it. */
 static void reject(req_t *req, const pto_error_t *err) {
@@ -85,7 +112,7 @@ static void reject(req_t *req, const pto_error_t *err) {
     /* Only a program that exists gets its own label: names of programs
      * that do not would take every label slot (issue 18). */
     metrics_count_rejected(req->d->metrics,
-                           req->program ? req->params.dispatch.program : NULL);
+                           req->snap.program ? req->params.dispatch.program : NULL);
   }
   if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, err);
   req_finish(req);
@@ -99,6 +126,12 @@ static void shutting_down(req_t *req, pto_error_t *err) {
 }
 
 static void give_back(void *area) { staging_give_back(area); }
+
+/* Device thread: the method's device handler encodes the response. */
+static void run_on_device(dsp_job_t *job) {
+  req_t *req = (req_t *)job;
+  row_of(req)->run(req);
+}
 
 /* Loop thread: the device thread is done with the request. */
 static void request_complete(dsp_job_t *job) {
@@ -153,67 +186,72 @@ static uint64_t deadline_from(int64_t deadline_ms, uint64_t now_ns) {
   return now_ns + ms * 1000000u;
 }
 
+static int out_of_memory(pto_error_t *err) {
+  return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+}
+
 /* The shared-memory ranges a device request names, checked and
- * referenced now (the device thread copies through them): dispatch args
- * by index, buffer.write's source and buffer.read's destination.  An input
- * range becomes the argument's data, as inline bytes would be. */
-static int acquire_regions(req_t *req, shm_table_t *shm, pto_error_t *err) {
+ * referenced now (the device thread copies through them): a dispatch's
+ * args by index.  An input range becomes the argument's data, as inline
+ * bytes would be. */
+static int regions_dispatch(req_t *req, shm_table_t *shm, pto_error_t *err) {
   msgpack_zone *z = req->unpacked.zone;
+  proto_dispatch_params_t *p = &req->params.dispatch;
   uint32_t n = 0;
   char what[32];
   int rc = 0;
-  if (req->method == PROTO_M_DISPATCH) {
-    proto_dispatch_params_t *p = &req->params.dispatch;
-    for (uint32_t i = 0; i < p->nargs; i++) n += p->args[i].shm != NULL;
-    if (n == 0) return 0;
-    req->shm_ptr = msgpack_zone_malloc(z, p->nargs * sizeof(*req->shm_ptr));
-    req->shm_refs = msgpack_zone_malloc(z, n * sizeof(*req->shm_refs));
-    if (!req->shm_ptr || !req->shm_refs)
-      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    for (uint32_t i = 0; i < p->nargs && rc == 0; i++) {
-      proto_arg_t *a = (proto_arg_t *)&p->args[i]; /* decoded into this request's zone */
-      req->shm_ptr[i] = NULL;
-      if (!a->shm) continue;
-      snprintf(what, sizeof(what), "args[%u]", i);
-      rc = shm_acquire(shm, a->shm, a->offset, a->bytes, what, &req->shm_refs[req->nshm_refs],
-                       &req->shm_ptr[i], err);
-      if (rc < 0) {
-        snprintf(err->key, sizeof(err->key), "%s", what);
-        break;
-      }
-      req->nshm_refs++;
-      if (a->kind != PTO_ARG_OUTPUT) a->data = (proto_bytes_t){req->shm_ptr[i], a->bytes};
+  for (uint32_t i = 0; i < p->nargs; i++) n += p->args[i].shm != NULL;
+  if (n == 0) return 0;
+  req->shm_ptr = msgpack_zone_malloc(z, p->nargs * sizeof(*req->shm_ptr));
+  req->shm_refs = msgpack_zone_malloc(z, n * sizeof(*req->shm_refs));
+  if (!req->shm_ptr || !req->shm_refs) return out_of_memory(err);
+  for (uint32_t i = 0; i < p->nargs && rc == 0; i++) {
+    proto_arg_t *a = (proto_arg_t *)&p->args[i]; /* decoded into this request's zone */
+    req->shm_ptr[i] = NULL;
+    if (!a->shm) continue;
+    snprintf(what, sizeof(what), "args[%u]", i);
+    rc = shm_acquire(shm, a->shm, a->offset, a->bytes, what, &req->shm_refs[req->nshm_refs],
+                     &req->shm_ptr[i], err);
+    if (rc < 0) {
+      snprintf(err->key, sizeof(err->key), "%s", what);
+      break;
     }
+    req->nshm_refs++;
+    if (a->kind != PTO_ARG_OUTPUT) a->data = (proto_bytes_t){req->shm_ptr[i], a->bytes};
+  }
+  return rc;
+}
+
+/* One range of a buffer method (name NULL: none), as req->shm_ptr[0]. */
+static int region_one(req_t *req, shm_table_t *shm, const char *name, uint64_t offset,
+                      uint64_t bytes, pto_error_t *err) {
+  msgpack_zone *z = req->unpacked.zone;
+  int rc;
+  if (!name) return 0;
+  req->shm_ptr = msgpack_zone_malloc(z, sizeof(*req->shm_ptr));
+  req->shm_refs = msgpack_zone_malloc(z, sizeof(*req->shm_refs));
+  if (!req->shm_ptr || !req->shm_refs) return out_of_memory(err);
+  rc = shm_acquire(shm, name, offset, bytes, proto_method_name(req->method), &req->shm_refs[0],
+                   &req->shm_ptr[0], err);
+  if (rc < 0) {
+    snprintf(err->key, sizeof(err->key), "shm");
     return rc;
   }
-  {
-    const char *name = NULL;
-    uint64_t offset = 0, bytes = 0;
-    if (req->method == PROTO_M_BUFFER_WRITE && req->params.buffer_write.shm) {
-      name = req->params.buffer_write.shm;
-      offset = req->params.buffer_write.shm_offset;
-      bytes = req->params.buffer_write.bytes;
-    } else if (req->method == PROTO_M_BUFFER_READ && req->params.buffer_read.shm) {
-      name = req->params.buffer_read.shm;
-      offset = req->params.buffer_read.shm_offset;
-      bytes = req->params.buffer_read.bytes;
-    }
-    if (!name) return 0;
-    req->shm_ptr = msgpack_zone_malloc(z, sizeof(*req->shm_ptr));
-    req->shm_refs = msgpack_zone_malloc(z, sizeof(*req->shm_refs));
-    if (!req->shm_ptr || !req->shm_refs)
-      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    rc = shm_acquire(shm, name, offset, bytes, proto_method_name(req->method), &req->shm_refs[0],
-                     &req->shm_ptr[0], err);
-    if (rc < 0) {
-      snprintf(err->key, sizeof(err->key), "shm");
-      return rc;
-    }
-    req->nshm_refs = 1;
-    if (req->method == PROTO_M_BUFFER_WRITE)
-      req->params.buffer_write.data = (proto_bytes_t){req->shm_ptr[0], bytes};
-    return 0;
-  }
+  req->nshm_refs = 1;
+  return 0;
+}
+
+/* buffer.write's source range becomes its data. */
+static int regions_write(req_t *req, shm_table_t *shm, pto_error_t *err) {
+  proto_buffer_write_params_t *p = &req->params.buffer_write;
+  int rc = region_one(req, shm, p->shm, p->shm_offset, p->bytes, err);
+  if (rc == 0 && p->shm) p->data = (proto_bytes_t){req->shm_ptr[0], p->bytes};
+  return rc;
+}
+
+static int regions_read(req_t *req, shm_table_t *shm, pto_error_t *err) {
+  const proto_buffer_read_params_t *p = &req->params.buffer_read;
+  return region_one(req, shm, p->shm, p->shm_offset, p->bytes, err);
 }
 
 typedef struct region_list {
@@ -226,69 +264,104 @@ static void list_region(void *data, const char *name, uint64_t bytes) {
   list->items[list->count++] = (proto_buffer_info_t){name, bytes};
 }
 
-/* shm.register, shm.unregister and shm.list, on the loop: 1 with *result
- * filled (*ret_list malloc'ed for shm.list), 0 when the method is another,
- * or a negative error. */
-static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **ret_list,
-                     pto_error_t *err) {
-  req_conn_t *cs;
-  int fd, rc;
-  memset(result, 0, sizeof(*result));
-  *ret_list = NULL;
-  if (req->method != PROTO_M_SHM_REGISTER && req->method != PROTO_M_SHM_UNREGISTER &&
-      req->method != PROTO_M_SHM_LIST)
-    return 0;
-  cs = conn_state(req->conn);
+/* The connection's shared-memory regions, made when first needed. */
+static shm_table_t *conn_shm(req_t *req) {
+  req_conn_t *cs = conn_state(req->conn);
   if (cs && !cs->shm) cs->shm = shm_table_new(&req->d->shm_totals);
-  if (!cs || !cs->shm) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-  switch (req->method) {
-  case PROTO_M_SHM_REGISTER: {
-    const proto_shm_register_params_t *p = &req->params.shm_register;
-    const cfg_daemon_t *c = &req->d->cfg.daemon;
-    shm_limits_t limits = {.bytes = c->shm_limit,
-                           .regions = c->shm_regions,
-                           .bytes_total = c->shm_limit_total,
-                           .regions_total = c->shm_regions_total};
-    if (req->fd == -1)
-      return pto_error_set(err, PTO_E_INVALID_REQUEST,
-                           "shm.register '%s' came with no file descriptor: pass the region's "
-                           "memfd as SCM_RIGHTS on the sendmsg() that carries the request.",
-                           p->name);
-    if (req->fds_together > 1)
-      return pto_error_set(err, PTO_E_INVALID_REQUEST,
-                           "shm.register '%s' came with %u file descriptors; pass exactly one "
-                           "(none of them was kept).",
-                           p->name, req->fds_together);
-    if (req->fd == SRV_FD_REFUSED)
-      return pto_error_set(err, PTO_E_INVALID_ARGS,
-                           "shm.register '%s': the file descriptor is not a memfd (the daemon "
-                           "closed it on arrival); create it with "
-                           "memfd_create(MFD_ALLOW_SEALING).",
-                           p->name);
-    fd = req->fd;
-    req->fd = -1; /* shm_register's now: closed whatever happens */
-    rc = shm_register(cs->shm, p->name, p->bytes, fd, &limits, err);
-    if (rc < 0) return rc;
-    result->shm_register = (proto_buffer_info_t){p->name, p->bytes};
-    return 1;
-  }
-  case PROTO_M_SHM_UNREGISTER:
-    rc = shm_unregister(cs->shm, req->params.shm_unregister.name, &result->shm_unregister.bytes,
-                        err);
-    return rc < 0 ? rc : 1;
-  default: {
-    uint32_t n = shm_count(cs->shm);
-    region_list_t list = {calloc(n ? n : 1, sizeof(proto_buffer_info_t)), 0};
-    if (!list.items) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    shm_foreach(cs->shm, list_region, &list);
-    result->shm_list = (proto_buffer_list_t){list.items, list.count};
-    *ret_list = list.items;
-    return 1;
-  }
-  }
+  return cs ? cs->shm : NULL;
 }
 
-static void admit(req_t *req) {
+/* shm.register, shm.unregister and shm.list: the connection's own regions,
+ * on the loop. */
+static int serve_shm_register(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                              pto_error_t *err) {
+  const proto_shm_register_params_t *p = &req->params.shm_register;
+  const cfg_daemon_t *c = &req->d->cfg.daemon;
+  shm_limits_t limits = {.bytes = c->shm_limit,
+                         .regions = c->shm_regions,
+                         .bytes_total = c->shm_limit_total,
+                         .regions_total = c->shm_regions_total};
+  shm_table_t *shm = conn_shm(req);
+  int fd, rc;
+  (void)scratch;
+  if (!shm) return out_of_memory(err);
+  if (req->fd == -1)
+    return pto_error_set(err, PTO_E_INVALID_REQUEST,
+                         "shm.register '%s' came with no file descriptor: pass the region's "
+                         "memfd as SCM_RIGHTS on the sendmsg() that carries the request.",
+                         p->name);
+  if (req->fds_together > 1)
+    return pto_error_set(err, PTO_E_INVALID_REQUEST,
+                         "shm.register '%s' came with %u file descriptors; pass exactly one "
+                         "(none of them was kept).",
+                         p->name, req->fds_together);
+  if (req->fd == SRV_FD_REFUSED)
+    return pto_error_set(err, PTO_E_INVALID_ARGS,
+                         "shm.register '%s': the file descriptor is not a memfd (the daemon "
+                         "closed it on arrival); create it with "
+                         "memfd_create(MFD_ALLOW_SEALING).",
+                         p->name);
+  fd = req->fd;
+  req->fd = -1; /* shm_register's now: closed whatever happens */
+  rc = shm_register(shm, p->name, p->bytes, fd, &limits, err);
+  if (rc < 0) return rc;
+  result->shm_register = (proto_buffer_info_t){p->name, p->bytes};
+  return 0;
+}
+
+static int serve_shm_unregister(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                                pto_error_t *err) {
+  shm_table_t *shm = conn_shm(req);
+  (void)scratch;
+  if (!shm) return out_of_memory(err);
+  return shm_unregister(shm, req->params.shm_unregister.name, &result->shm_unregister.bytes, err);
+}
+
+static int serve_shm_list(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                          pto_error_t *err) {
+  shm_table_t *shm = conn_shm(req);
+  uint32_t n;
+  region_list_t list;
+  if (!shm) return out_of_memory(err);
+  n = shm_count(shm);
+  list = (region_list_t){calloc(n ? n : 1, sizeof(proto_buffer_info_t)), 0};
+  if (!list.items) return out_of_memory(err);
+  shm_foreach(shm, list_region, &list);
+  result->shm_list = (proto_buffer_list_t){list.items, list.count};
+  scratch->bufs = list.items;
+  return 0;
+}
+
+/* What the request takes from the configuration, all at admission, so a
+ * reload does not change an admitted request (request.h): the only writer
+ * of req->snap.  A dispatch's program is found now (programs stay loaded);
+ * one that does not exist is the error. */
+static int req_snapshot(req_t *req, pto_error_t *err) {
+  const ptod_t *d = req->d;
+  req_snapshot_t *snap = &req->snap;
+  int rc;
+  snap->baseline = d->cfg.ring;
+  snap->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
+  snap->deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
+  snap->output_limit = d->cfg.daemon.output_limit;
+  snap->device_id = d->cfg.device.id;
+  if (!is_dispatch(req)) return 0;
+  rc = rt_program_get(d->rt, req->params.dispatch.program, &snap->program, err);
+  if (rc < 0) return rc;
+  /* DFX artefacts come back in the result (dfx.h), and as files too where
+   * there is a diagnostics_dir. */
+  if (dfx_wanted(&req->params.dispatch.config) && d->cfg.daemon.diagnostics_dir[0]) {
+    snap->diagnostics_max_bytes = d->cfg.daemon.diagnostics_max_bytes;
+    snap->diagnostics_max_files = d->cfg.daemon.diagnostics_max_files;
+    snap->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
+    if (!snap->diagnostics_dir) return out_of_memory(err);
+  }
+  return 0;
+}
+
+/* A device request: snapshot, checks, its regions, then its one entry in
+ * the connection's flow. */
+static void admit(req_t *req, const method_row_t *row) {
   ptod_t *d = req->d;
   req_conn_t *cs = conn_state(req->conn);
   pto_error_t err;
@@ -303,22 +376,20 @@ static void admit(req_t *req) {
   }
   if (cs && !cs->flow) cs->flow = dsp_flow_create(d->dsp);
   if (!cs || !cs->flow) {
-    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    out_of_memory(&err);
     reject(req, &err);
     return;
   }
-  if (service_admit(d, req, &err) < 0 || acquire_regions(req, cs->shm, &err) < 0) {
+  if (req_snapshot(req, &err) < 0 || (row->admit && row->admit(req, &err) < 0) ||
+      (row->regions && row->regions(req, cs->shm, &err) < 0)) {
     reject(req, &err);
     return;
   }
-  req->baseline = d->cfg.ring;
-  req->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
-  req->deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
-  req->job.run = jobs_run;
+  req->job.run = run_on_device;
   req->job.complete = request_complete;
   req->job.gone = srv_conn_gone_flag(req->conn);
   req->job.flow = cs->flow;
-  if (is_dispatch(req))
+  if (row->runs_program)
     req->job.deadline_ns = deadline_from(req->params.dispatch.deadline_ms, dsp_now_ns());
   rc = dsp_submit(d->dsp, &req->job);
   if (rc == -PTO_E_BUSY) {
@@ -333,6 +404,45 @@ static void admit(req_t *req) {
   }
 }
 
+/* A method served on the loop: answered now. */
+static void serve(req_t *req, const method_row_t *row) {
+  proto_result_t result;
+  service_scratch_t scratch;
+  pto_error_t err;
+  memset(&result, 0, sizeof(result));
+  memset(&scratch, 0, sizeof(scratch));
+  if (row->serve(req, &result, &scratch, &err) < 0) {
+    reject(req, &err);
+  } else {
+    send_result(req, &result);
+    req_finish(req);
+  }
+  service_scratch_free(&scratch);
+}
+
+/* The method table: a row per method, in proto_method_t's order. */
+static const method_row_t method_rows[PROTO_M_COUNT] = {
+    [PROTO_M_PING] = {ON_LOOP, .serve = service_ping},
+    [PROTO_M_STATUS] = {ON_LOOP, .serve = service_status},
+    [PROTO_M_METRICS] = {ON_LOOP, .serve = service_metrics},
+    [PROTO_M_PROGRAMS] = {ON_LOOP, .serve = service_programs},
+    [PROTO_M_DISPATCH] = {ON_DEVICE, .admit = service_admit_dispatch, .regions = regions_dispatch,
+                          .run = jobs_dispatch, .runs_program = true},
+    [PROTO_M_BUFFER_ALLOC] = {ON_DEVICE, .run = jobs_buffer_alloc},
+    [PROTO_M_BUFFER_WRITE] = {ON_DEVICE, .regions = regions_write, .run = jobs_buffer_write},
+    [PROTO_M_BUFFER_READ] = {ON_DEVICE, .admit = service_admit_read, .regions = regions_read,
+                             .run = jobs_buffer_read},
+    [PROTO_M_BUFFER_FREE] = {ON_DEVICE, .run = jobs_buffer_free},
+    [PROTO_M_BUFFER_LIST] = {ON_LOOP, .serve = service_buffer_list},
+    [PROTO_M_PREWARM] = {ON_DEVICE, .run = jobs_prewarm_request},
+    [PROTO_M_ADVISE] = {ON_LOOP, .serve = service_advise},
+    [PROTO_M_SHM_REGISTER] = {ON_LOOP, .serve = serve_shm_register},
+    [PROTO_M_SHM_UNREGISTER] = {ON_LOOP, .serve = serve_shm_unregister},
+    [PROTO_M_SHM_LIST] = {ON_LOOP, .serve = serve_shm_list},
+};
+
+static const method_row_t *row_of(const req_t *req) { return &method_rows[req->method]; }
+
 /* ---- from a message to a request -------------------------------------------------- */
 
 /* Zone bytes beyond the decoded objects, for what decoding params adds
@@ -343,8 +453,7 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   ptod_t *d = data;
   req_t *req = calloc(1, sizeof(*req));
   proto_envelope_t env;
-  proto_result_t result;
-  service_scratch_t scratch;
+  const method_row_t *row;
   pto_error_t err;
   int method, rc;
 
@@ -422,32 +531,11 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   }
   /* From here the request is held as long as it waits: charge it all. */
   srv_msg_charge_decoded(conn, msg, srv_heap_bytes(req) + proto_zone_bytes(req->unpacked.zone));
-  {
-    proto_buffer_info_t *list;
-    rc = serve_shm(req, &result, &list, &err);
-    if (rc != 0) {
-      if (rc < 0)
-        reject(req, &err);
-      else {
-        send_result(req, &result);
-        req_finish(req);
-      }
-      free(list);
-      return;
-    }
-  }
-  rc = service_serve(d, req->method, &result, &scratch, &err);
-  if (rc == 0) {
-    admit(req);
-    return;
-  }
-  if (rc < 0) {
-    reject(req, &err);
-  } else {
-    send_result(req, &result);
-    req_finish(req);
-  }
-  service_scratch_free(&scratch);
+  row = row_of(req);
+  if (row->thread == ON_LOOP)
+    serve(req, row);
+  else
+    admit(req, row);
 }
 
 /* The connection is closing: its flow goes; the device drops its queued
@@ -481,6 +569,9 @@ static void batch_end(void *data) {
 }
 
 srv_handlers_t req_handlers(ptod_t *d) {
+  for (size_t i = 0; i < PROTO_M_COUNT; i++) /* every method has its handler */
+    assert(method_rows[i].thread == ON_LOOP ? method_rows[i].serve != NULL
+                                            : method_rows[i].run != NULL);
   srv_handlers_t h = {on_message, on_close, on_fatal, d};
   dsp_set_batch_hooks(d->dsp, batch_begin, batch_end, d);
   return h;
