@@ -40,10 +40,7 @@ static void snapshot(ptod_t *d, metrics_snapshot_t *s) {
   s->state = atomic_load(&d->state);
   s->uptime_s = (dsp_now_ns() - d->started_ns) / 1000000000u;
   s->clients = d->srv ? srv_client_count(d->srv) : 0;
-  s->requests = atomic_load(&d->requests_total);
-  s->dispatches_ok = atomic_load(&d->dispatches_ok);
-  s->dispatches_failed = atomic_load(&d->dispatches_failed);
-  s->dispatches_rejected = atomic_load(&d->dispatches_rejected);
+  metrics_totals(d->metrics, &s->totals);
   if (d->dsp) {
     dsp_get_stats(d->dsp, &q);
     s->queue_depth = q.depth;

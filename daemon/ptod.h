@@ -68,10 +68,7 @@ typedef struct ptod {
 
   atomic_int state; /* ptod_state_t; ptod.c */
   uint64_t started_ns;
-  /* Counters (request.c). */
-  atomic_uint_fast64_t dispatches_ok, dispatches_failed, dispatches_rejected;
-  atomic_uint_fast64_t requests_total;
-  metrics_t *metrics;          /* metrics.c: counters and histograms, its own lock */
+  metrics_t *metrics;          /* metrics.c: every event counted, its own lock */
   struct metrics_feed *feed;   /* metrics_feed.c: the HTTP endpoint and textfile; loop thread */
 } ptod_t;
 

@@ -108,7 +108,6 @@ static bool is_dispatch(const req_t *req) { return row_of(req)->runs_program; }
 static void reject(req_t *req, const pto_error_t *err) {
   metrics_count_error(req->d->metrics, err->code);
   if (is_dispatch(req)) {
-    atomic_fetch_add(&req->d->dispatches_rejected, 1);
     /* Only a program that exists gets its own label: names of programs
      * that do not would take every label slot (issue 18). */
     metrics_count_rejected(req->d->metrics,
@@ -143,7 +142,8 @@ static void request_complete(dsp_job_t *job) {
   switch (job->outcome) {
   case DSP_RAN:
     if (is_dispatch(req))
-      atomic_fetch_add(req->result_code == PTO_OK ? &d->dispatches_ok : &d->dispatches_failed, 1);
+      metrics_count_dispatch(d->metrics,
+                             req->result_code == PTO_OK ? METRICS_OK : METRICS_FAILED);
     if (req->result_code != PTO_OK) metrics_count_error(d->metrics, req->result_code);
     if (!srv_conn_gone(conn) && req->refs.n) {
       answer_send(conn, &req->response, &req->refs, req->lent ? req->lent->bytes : 0, give_back,
@@ -157,7 +157,7 @@ static void request_complete(dsp_job_t *job) {
   case DSP_CANCELLED:
     log_client(LOG_DEBUG, "Dropped %s request %u of client %llu, which went away before it ran.",
                proto_method_name(req->method), req->msgid, (unsigned long long)srv_conn_id(conn));
-    if (is_dispatch(req)) atomic_fetch_add(&d->dispatches_rejected, 1);
+    if (is_dispatch(req)) metrics_count_dispatch(d->metrics, METRICS_REJECTED);
     req_finish(req);
     break;
   case DSP_EXPIRED:
@@ -457,7 +457,7 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
   pto_error_t err;
   int method, rc;
 
-  atomic_fetch_add(&d->requests_total, 1);
+  metrics_count_request(d->metrics);
   if (!req) {
     pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
     srv_conn_fail(conn, &err);

@@ -23,6 +23,7 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   buf_memory_t m;
   srv_memory_t cm;
   srv_fds_t fds;
+  metrics_totals_t totals;
   s->device = d->cfg.device.id;
   s->platform = dev_name(d->dev);
   s->version = PTO_VERSION;
@@ -38,9 +39,10 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->memory.arena = m.arena;
   s->memory.buffers = m.buffers;
   s->memory.free = m.free;
-  s->dispatches.ok = atomic_load(&d->dispatches_ok);
-  s->dispatches.failed = atomic_load(&d->dispatches_failed);
-  s->dispatches.rejected = atomic_load(&d->dispatches_rejected);
+  metrics_totals(d->metrics, &totals);
+  s->dispatches.ok = totals.dispatches_ok;
+  s->dispatches.failed = totals.dispatches_failed;
+  s->dispatches.rejected = totals.dispatches_rejected;
   s->clients = srv_client_count(d->srv);
   srv_memory(d->srv, &cm);
   s->client_memory.input = cm.input;
