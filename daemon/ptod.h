@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ptod.h — the daemon: what it owns, shared by its modules.
+/* ptod.h — the daemon: what it owns, shared by its modules, and how it is
+ * made and taken apart (ptod_core.c; its life, signals and reload are
+ * ptod.c's, ptod_run.h).
  *
  * One ptod_t per process.  The loop thread owns the configuration, the
  * server and the service; the device thread (dispatch.h) owns the runtime's
@@ -34,16 +36,13 @@ typedef enum ptod_state {
   PTOD_WARMING = 0,
   PTOD_READY = 1,
   PTOD_DRAINING = 2,
+  PTOD_STATE_COUNT
 } ptod_state_t;
 
-static inline const char *ptod_state_name(ptod_state_t state) {
-  switch (state) {
-  case PTOD_WARMING: return "warming";
-  case PTOD_READY: return "ready";
-  case PTOD_DRAINING: return "draining";
-  }
-  return "unknown";
-}
+/* The states' names, as `status`, `ping` and the exposition show them:
+ * ptod_state_names[PTOD_READY] is "ready". */
+extern const char *const ptod_state_names[PTOD_STATE_COUNT];
+const char *ptod_state_name(ptod_state_t state);
 
 /* Each member has one owner, the module that writes it; the others read.
  * The loop thread owns cfg and the modules it runs (srv, requests); the
@@ -71,5 +70,31 @@ typedef struct ptod {
   metrics_t *metrics;          /* metrics.c: every event counted, its own lock */
   struct metrics_feed *feed;   /* metrics_feed.c: the HTTP endpoint and textfile; loop thread */
 } ptod_t;
+
+/* Make the daemon for *cfg and the PTO2_RING_* sizing *env, in its
+ * start-up order: the device, its runtime, buffer table, advisor, metrics
+ * and staging area; the device thread (dispatch.h) on loop; the server on
+ * cfg's socket, bound but not accepting until srv_listen, answering through
+ * handlers(d) (request.h's req_handlers: passed in, so this module needs
+ * nothing of the modules it serves).  state is PTOD_WARMING.  Returns 0
+ * with *ret set; on failure, logs what failed, releases what was made and
+ * returns -PTO_E_INVALID_CONFIG when the device cannot be opened as
+ * configured, -PTO_E_INTERNAL otherwise (err says which and why).
+ * Loop thread. */
+int ptod_create(const cfg_t *cfg, const pto_sizing_t *env, uv_loop_t *loop,
+                srv_handlers_t (*handlers)(ptod_t *d), ptod_t **ret, pto_error_t *err);
+
+/* Close the server and the device thread (if still open), run the loop
+ * until their handles are closed, then release the device and d.  NULL
+ * accepted. */
+void ptod_destroy(ptod_t *d);
+
+/* The dispatcher's capacity for cfg's queue_depth and queue_full
+ * (dsp_create, dsp_set_capacity): queue_depth when busy fails fast, no
+ * bound when requests wait (the server bounds each connection). */
+uint32_t ptod_queue_capacity(const cfg_t *cfg);
+
+/* The server's options as cfg sets them (start-up and reload). */
+void ptod_server_options(const cfg_t *cfg, srv_options_t *o);
 
 #endif

@@ -576,7 +576,3 @@ srv_handlers_t req_handlers(ptod_t *d) {
   dsp_set_batch_hooks(d->dsp, batch_begin, batch_end, d);
   return h;
 }
-
-uint32_t req_queue_capacity(const cfg_t *cfg) {
-  return cfg->daemon.queue_full == CFG_QUEUE_BUSY ? cfg->daemon.queue_depth : UINT32_MAX;
-}

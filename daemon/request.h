@@ -83,9 +83,4 @@ typedef struct req {
 /* The server's handlers, bound to d (d->dsp set). */
 srv_handlers_t req_handlers(ptod_t *d);
 
-/* The dispatcher's capacity for cfg's queue_depth and queue_full
- * (dsp_create, dsp_set_capacity): queue_depth when busy fails fast, no
- * bound when requests wait (the server bounds each connection). */
-uint32_t req_queue_capacity(const cfg_t *cfg);
-
 #endif

@@ -21,9 +21,7 @@
 #include <msgpack.h>
 
 #include "ptod.h"
-#include "ptod_run.h"
 #include "request.h"
-#include "server_options.h"
 
 #define MAX_ANSWERS 256
 
@@ -47,32 +45,26 @@ static int nanswers;
 
 static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
   pto_error_t err;
-  srv_options_t so;
-  srv_handlers_t h;
-  d = calloc(1, sizeof(*d));
-  cfg_defaults(&d->cfg);
-  snprintf(d->cfg.device.programs, sizeof(d->cfg.device.programs), "%s", PTOD_TEST_PROGRAMS_DIR);
-  d->cfg.device.memory = 256u << 20;
-  d->cfg.device.cores = 2;
-  d->cfg.daemon.queue_depth = queue_depth;
-  d->cfg.daemon.queue_full = queue_full;
+  pto_sizing_t env;
+  cfg_t cfg;
+  cfg_defaults(&cfg);
+  memset(&env, 0, sizeof(env));
+  snprintf(cfg.device.programs, sizeof(cfg.device.programs), "%s", PTOD_TEST_PROGRAMS_DIR);
+  cfg.device.memory = 256u << 20;
+  cfg.device.cores = 2;
+  cfg.daemon.queue_depth = queue_depth;
+  cfg.daemon.queue_full = queue_full;
   for (int r = 0; r < PTO_RING_COUNT; r++) {
-    d->cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 256;
-    d->cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 20;
-    d->cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 1024;
+    cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 256;
+    cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 20;
+    cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 1024;
   }
-  prewarm_record_init(&d->prewarm);
-  d->started_ns = dsp_now_ns();
-  ck_assert_int_eq(ptod_open_device(d, &err), 0);
-  uv_loop_init(&loop);
-  d->loop = &loop;
-  ck_assert_int_eq(dsp_create(&loop, req_queue_capacity(&d->cfg), &d->dsp), 0);
   snprintf(dir, sizeof(dir), "/tmp/ptod-req-test-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(path, sizeof(path), "%s/s.sock", dir);
-  so = test_server_options(path);
-  h = req_handlers(d);
-  ck_assert_int_eq(srv_create(&loop, &so, &h, &d->srv, &err), 0);
+  snprintf(cfg.daemon.socket, sizeof(cfg.daemon.socket), "%s", path);
+  uv_loop_init(&loop);
+  ck_assert_int_eq(ptod_create(&cfg, &env, &loop, req_handlers, &d, &err), 0);
   ck_assert_int_eq(srv_listen(d->srv, &err), 0);
   atomic_store(&d->state, PTOD_READY);
   nanswers = 0;
@@ -82,13 +74,8 @@ static void setup(void) { setup_with(64, CFG_QUEUE_WAIT); }
 static void setup_busy(void) { setup_with(2, CFG_QUEUE_BUSY); }
 
 static void teardown(void) {
-  srv_close(d->srv);
-  dsp_destroy(d->dsp);
-  uv_run(&loop, UV_RUN_DEFAULT);
+  ptod_destroy(d);
   ck_assert_int_eq(uv_loop_close(&loop), 0);
-  ptod_close_device(d);
-  prewarm_record_destroy(&d->prewarm);
-  free(d);
   unlink(path);
   rmdir(dir);
 }

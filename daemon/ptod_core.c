@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ptod_core.c — see ptod.h: the daemon object, made and taken apart in
+ * its start-up order. */
+#include "ptod.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "notify.h"
+
+const char *const ptod_state_names[PTOD_STATE_COUNT] = {
+    [PTOD_WARMING] = "warming",
+    [PTOD_READY] = "ready",
+    [PTOD_DRAINING] = "draining",
+};
+
+const char *ptod_state_name(ptod_state_t state) {
+  return (unsigned)state < PTOD_STATE_COUNT ? ptod_state_names[state] : "unknown";
+}
+
+uint32_t ptod_queue_capacity(const cfg_t *cfg) {
+  return cfg->daemon.queue_full == CFG_QUEUE_BUSY ? cfg->daemon.queue_depth : UINT32_MAX;
+}
+
+void ptod_server_options(const cfg_t *cfg, srv_options_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->socket_path = cfg->daemon.socket;
+  o->socket_mode = cfg->daemon.socket_mode;
+  o->socket_gid = cfg->daemon.socket_group.gid == CFG_NO_GID ? (gid_t)-1
+                                                             : (gid_t)cfg->daemon.socket_group.gid;
+  o->n_allowed_uids = cfg->daemon.allowed_uids.count;
+  for (uint32_t i = 0; i < cfg->daemon.allowed_uids.count; i++)
+    o->allowed_uids[i] = cfg->daemon.allowed_uids.id[i];
+  o->n_allowed_gids = cfg->daemon.allowed_gids.count;
+  for (uint32_t i = 0; i < cfg->daemon.allowed_gids.count; i++)
+    o->allowed_gids[i] = cfg->daemon.allowed_gids.id[i];
+  o->max_clients = cfg->daemon.max_clients;
+  o->max_message = cfg->daemon.max_message;
+  o->max_objects = cfg->daemon.max_objects;
+  o->max_pending = cfg->daemon.max_pending;
+  o->input_limit = cfg->daemon.input_limit;
+  o->clients_memory = cfg->daemon.clients_memory;
+  o->client_timeout_ms = cfg->daemon.client_timeout_ms;
+  o->idle_timeout_ms = cfg->daemon.idle_timeout_ms;
+  o->output_limit = cfg->daemon.output_limit;
+}
+
+/* d->cfg's device, its runtime, the buffer table, the advisor, the
+ * metrics and the staging area. */
+static int open_device(ptod_t *d, pto_error_t *err) {
+  dev_options_t dopts = {.cores = d->cfg.device.cores};
+  rt_options_t ropts = {0};
+  int rc;
+
+  rc = dev_open(d->cfg.device.platform, &dopts, &d->dev, err);
+  if (rc < 0) return rc;
+  ropts.device = d->dev;
+  ropts.programs_dir = d->cfg.device.programs;
+  ropts.cores = d->cfg.device.cores;
+  ropts.aicpu_thread_num = d->cfg.device.aicpu_thread_num;
+  ropts.deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
+  ropts.run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
+  rc = rt_create(&ropts, &d->rt, err);
+  if (rc < 0) return rc;
+  if (access(d->cfg.device.programs, R_OK | X_OK) < 0)
+    log_warning("The programs directory '%s' cannot be read: %s; no program can be dispatched "
+                "until it can. Set [device] programs to the directory holding the NAME.so "
+                "programs.",
+                d->cfg.device.programs, strerror(errno));
+  if (buf_table_create(d->dev, d->cfg.device.memory, &d->buffers) < 0 ||
+      advise_create(&d->advise) < 0 || metrics_create(&d->metrics) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
+  staging_init(&d->staging, d->dev, d->buffers);
+  return 0;
+}
+
+static void close_device(ptod_t *d) {
+  staging_release(&d->staging);
+  rt_destroy(d->rt);
+  buf_table_free(d->buffers);
+  advise_free(d->advise);
+  metrics_free(d->metrics);
+  dev_close(d->dev);
+}
+
+int ptod_create(const cfg_t *cfg, const pto_sizing_t *env, uv_loop_t *loop,
+                srv_handlers_t (*handlers)(ptod_t *d), ptod_t **ret, pto_error_t *err) {
+  ptod_t *d = calloc(1, sizeof(*d));
+  srv_options_t so;
+  srv_handlers_t h;
+  int rc;
+
+  *ret = NULL;
+  if (!d) return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
+  d->cfg = *cfg;
+  d->env = *env;
+  d->loop = loop;
+  d->started_ns = dsp_now_ns();
+  prewarm_record_init(&d->prewarm);
+  rc = open_device(d, err);
+  if (rc < 0) {
+    log_err("Failed to start device %u: %s", d->cfg.device.id, err->message);
+    ptod_destroy(d);
+    return rc == -PTO_E_INVALID_CONFIG ? rc : -PTO_E_INTERNAL;
+  }
+  if (dsp_create(loop, ptod_queue_capacity(&d->cfg), &d->dsp) < 0) {
+    pto_error_set(err, PTO_E_INTERNAL, "Failed to start the device thread.");
+    log_err("%s", err->message);
+    ptod_destroy(d);
+    return -PTO_E_INTERNAL;
+  }
+  dsp_set_spin_us(d->dsp, d->cfg.daemon.spin_us);
+  /* The socket, bound and not yet accepting (srv_listen): a path that is
+   * unsafe or that a live daemon serves fails now, in milliseconds. */
+  ptod_server_options(&d->cfg, &so);
+  h = handlers(d);
+  if (srv_create(loop, &so, &h, &d->srv, err) < 0) {
+    log_err("%s", err->message);
+    notify_sendf("STATUS=%s", err->message);
+    d->srv = NULL;
+    ptod_destroy(d);
+    return -PTO_E_INTERNAL;
+  }
+  *ret = d;
+  return 0;
+}
+
+void ptod_destroy(ptod_t *d) {
+  if (!d) return;
+  if (d->srv) srv_close(d->srv);
+  d->srv = NULL;
+  if (d->dsp) dsp_destroy(d->dsp);
+  d->dsp = NULL;
+  uv_run(d->loop, UV_RUN_DEFAULT); /* the close callbacks */
+  close_device(d);
+  prewarm_record_destroy(&d->prewarm);
+  free(d);
+}
