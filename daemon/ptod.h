@@ -89,6 +89,11 @@ int ptod_create(const cfg_t *cfg, const pto_sizing_t *env, uv_loop_t *loop,
  * accepted. */
 void ptod_destroy(ptod_t *d);
 
+/* What the daemon shows of itself as of now, for `status` and the
+ * exposition alike (metrics.h's snapshot: gauges, totals, limits).  Loop
+ * thread. */
+void ptod_snapshot(ptod_t *d, metrics_snapshot_t *s);
+
 /* The dispatcher's capacity for cfg's queue_depth and queue_full
  * (dsp_create, dsp_set_capacity): queue_depth when busy fails fast, no
  * bound when requests wait (the server bounds each connection). */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pto/version.h>
+
 #include "log.h"
 #include "notify.h"
 
@@ -19,6 +21,69 @@ const char *const ptod_state_names[PTOD_STATE_COUNT] = {
 
 const char *ptod_state_name(ptod_state_t state) {
   return (unsigned)state < PTOD_STATE_COUNT ? ptod_state_names[state] : "unknown";
+}
+
+void ptod_snapshot(ptod_t *d, metrics_snapshot_t *s) {
+  rt_cache_stats_t cs;
+  buf_memory_t m;
+  dsp_stats_t q;
+  buf_info_t *infos = NULL;
+  size_t nbufs = 0;
+
+  metrics_snapshot_init(s);
+  s->version = PTO_VERSION;
+  s->platform = dev_name(d->dev);
+  s->device = d->cfg.device.id;
+  s->state_names = ptod_state_names;
+  s->nstates = PTOD_STATE_COUNT;
+  s->state = atomic_load(&d->state);
+  s->uptime_s = (dsp_now_ns() - d->started_ns) / 1000000000u;
+  s->clients = d->srv ? srv_client_count(d->srv) : 0;
+  metrics_totals(d->metrics, &s->totals);
+  if (d->dsp) {
+    dsp_get_stats(d->dsp, &q);
+    s->queue_depth = q.depth;
+    s->queue_capacity = d->cfg.daemon.queue_depth;
+    s->queue_running = q.running;
+  }
+  rt_cache_stats(d->rt, &cs);
+  s->arena_builds = cs.builds;
+  s->arena_hits = cs.hits;
+  s->arena_misses = cs.misses;
+  s->arena_build_us_total = cs.total_build_us;
+  s->arena_bytes = cs.bytes;
+  s->prewarm_first_dispatch_hit = prewarm_record_first_hit(&d->prewarm);
+  buf_memory(d->buffers, &m);
+  s->memory_limit = m.limit;
+  s->memory_arena = m.arena;
+  s->memory_buffers = m.buffers;
+  s->memory_staging = m.staging;
+  s->memory_free = m.free;
+  if (buf_list(d->buffers, &infos, &nbufs) == 0) free(infos);
+  s->resident_buffers = nbufs;
+  advise_observed(d->advise, &s->peaks);
+  if (d->srv) {
+    srv_memory_t cm;
+    srv_fds_t fds;
+    srv_memory(d->srv, &cm);
+    s->client_input = cm.input;
+    s->client_output = cm.output;
+    s->client_limit = cm.limit;
+    srv_fds(d->srv, &fds);
+    s->fds_parked = fds.parked;
+    s->fds_most_parked = fds.most_parked;
+    s->fds_closing = fds.closing;
+    s->fds_limit = fds.limit;
+    s->conn_input_limit = cm.input_limit;
+    s->conn_output_limit = cm.output_limit;
+    s->conn_most_input = cm.most_input;
+    s->conn_most_output = cm.most_output;
+  }
+  s->shm_regions = d->shm_totals.regions;
+  s->shm_bytes = d->shm_totals.bytes;
+  s->shm_regions_limit = d->cfg.daemon.shm_regions_total;
+  s->shm_bytes_limit = d->cfg.daemon.shm_limit_total;
+  s->log_lines_suppressed = log_client_suppressed();
 }
 
 uint32_t ptod_queue_capacity(const cfg_t *cfg) {

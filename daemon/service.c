@@ -18,49 +18,43 @@
  * 1.1): DFX artefacts in dispatch results, shared-memory arguments. */
 static const char *const ptod_features[] = {"dfx", "shm"};
 
+/* status: ptod_snapshot's facts (those the exposition shows too), in the
+ * result's shape, and the prewarmed arena. */
 static void serve_status(ptod_t *d, proto_status_result_t *s) {
-  dsp_stats_t q;
-  buf_memory_t m;
-  srv_memory_t cm;
-  srv_fds_t fds;
-  metrics_totals_t totals;
-  s->device = d->cfg.device.id;
-  s->platform = dev_name(d->dev);
-  s->version = PTO_VERSION;
-  s->uptime_s = (dsp_now_ns() - d->started_ns) / 1000000000u;
-  s->state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
-  dsp_get_stats(d->dsp, &q);
-  s->queue.depth = q.depth;
-  s->queue.capacity = d->cfg.daemon.queue_depth;
-  s->queue.running = q.running;
+  metrics_snapshot_t m;
+  ptod_snapshot(d, &m);
+  s->device = m.device;
+  s->platform = m.platform;
+  s->version = m.version;
+  s->uptime_s = m.uptime_s;
+  s->state = ptod_state_name((ptod_state_t)m.state);
+  s->queue.depth = m.queue_depth;
+  s->queue.capacity = m.queue_capacity;
+  s->queue.running = m.queue_running;
   prewarm_arena_snapshot(&d->prewarm, d->rt, &s->arena);
-  buf_memory(d->buffers, &m);
-  s->memory.limit = m.limit;
-  s->memory.arena = m.arena;
-  s->memory.buffers = m.buffers;
-  s->memory.free = m.free;
-  metrics_totals(d->metrics, &totals);
-  s->dispatches.ok = totals.dispatches_ok;
-  s->dispatches.failed = totals.dispatches_failed;
-  s->dispatches.rejected = totals.dispatches_rejected;
-  s->clients = srv_client_count(d->srv);
-  srv_memory(d->srv, &cm);
-  s->client_memory.input = cm.input;
-  s->client_memory.output = cm.output;
-  s->client_memory.limit = cm.limit;
-  s->shm.regions = d->shm_totals.regions;
-  s->shm.bytes = d->shm_totals.bytes;
-  s->shm.regions_limit = d->cfg.daemon.shm_regions_total;
-  s->shm.bytes_limit = d->cfg.daemon.shm_limit_total;
-  srv_fds(d->srv, &fds);
-  s->fds.parked = fds.parked;
-  s->fds.most_parked = fds.most_parked;
-  s->fds.closing = fds.closing;
-  s->fds.limit = fds.limit;
-  s->client_memory.per_connection.input_limit = cm.input_limit;
-  s->client_memory.per_connection.output_limit = cm.output_limit;
-  s->client_memory.per_connection.most_input = cm.most_input;
-  s->client_memory.per_connection.most_output = cm.most_output;
+  s->memory.limit = m.memory_limit;
+  s->memory.arena = m.memory_arena;
+  s->memory.buffers = m.memory_buffers;
+  s->memory.free = m.memory_free;
+  s->dispatches.ok = m.totals.dispatches_ok;
+  s->dispatches.failed = m.totals.dispatches_failed;
+  s->dispatches.rejected = m.totals.dispatches_rejected;
+  s->clients = m.clients;
+  s->client_memory.input = m.client_input;
+  s->client_memory.output = m.client_output;
+  s->client_memory.limit = m.client_limit;
+  s->client_memory.per_connection.input_limit = m.conn_input_limit;
+  s->client_memory.per_connection.output_limit = m.conn_output_limit;
+  s->client_memory.per_connection.most_input = m.conn_most_input;
+  s->client_memory.per_connection.most_output = m.conn_most_output;
+  s->shm.regions = m.shm_regions;
+  s->shm.bytes = m.shm_bytes;
+  s->shm.regions_limit = m.shm_regions_limit;
+  s->shm.bytes_limit = m.shm_bytes_limit;
+  s->fds.parked = m.fds_parked;
+  s->fds.most_parked = m.fds_most_parked;
+  s->fds.closing = m.fds_closing;
+  s->fds.limit = m.fds_limit;
 }
 
 typedef struct program_list {
