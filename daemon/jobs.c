@@ -191,133 +191,174 @@ static void observe(req_t *req, int code, const rt_arena_result_t *arena, uint64
   metrics_observe_dispatch(req->d->metrics, &o);
 }
 
-void jobs_dispatch(req_t *req) {
-  ptod_t *d = req->d;
-  const proto_dispatch_params_t *p = &req->params.dispatch;
-  proto_result_t result;
-  proto_dispatch_result_t *r = &result.dispatch;
+/* One dispatch on its way through the device: what each stage leaves for
+ * the next.  t_* are 0 for the stages it did not reach. */
+typedef struct dispatch_run {
   pto_sizing_resolved_t sizing;
-  const pto_program_t *prog;
-  rt_arena_result_t arena = {0};
+  rt_arena_result_t arena;
   rt_run_stats_t stats;
-  rt_run_config_t rcfg = {0};
-  pto_error_t err;
-  pto_arg_t *args = NULL;
-  proto_bytes_t *outputs = NULL;
-  uint64_t t_arena = 0, t_run = 0, t_done = 0, out_bytes = 0;
-  rt_trace_t *trace = NULL;
-  dfx_artefacts_t dfx = {0};
-  proto_dfx_t fail_dfx = {0};
-  bool ran = false;
-  const dfx_dir_t files = {req->snap.diagnostics_dir, req->snap.diagnostics_max_bytes,
-                           req->snap.diagnostics_max_files};
-  int rc;
+  pto_arg_t *args;
+  proto_bytes_t *outputs;
+  uint64_t t_arena, t_run, t_done, out_bytes;
+  rt_trace_t *trace;
+  dfx_artefacts_t dfx;
+  bool ran;
+} dispatch_run_t;
 
-  pto_error_clear(&err);
-  memset(&result, 0, sizeof(result));
-  d->dispatch_seq++;
-  pto_sizing_resolve(&p->config.sizing, &d->env, &req->snap.baseline, &sizing);
-
-  prog = req->snap.program;
-
+/* The program's arguments, bound in device memory (bind_args). */
+static int bind_dispatch(req_t *req, dispatch_run_t *run, pto_error_t *err) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
   if (p->nargs) {
-    args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*args));
-    outputs = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*outputs));
-    if (!args || !outputs) {
-      rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
-      goto fail;
-    }
+    run->args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*run->args));
+    run->outputs = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*run->outputs));
+    if (!run->args || !run->outputs)
+      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
   }
-  rc = bind_args(d, p, args, &err);
-  if (rc < 0) goto fail;
+  return bind_args(req->d, p, run->args, err);
+}
 
-  t_arena = dsp_now_ns();
-  rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
+/* The arena for the dispatch's sizing: the cached one, or built now. */
+static int get_arena(req_t *req, dispatch_run_t *run, pto_error_t *err) {
+  ptod_t *d = req->d;
+  const char *program = req->params.dispatch.program;
+  int rc;
+  run->t_arena = dsp_now_ns();
+  rc = rt_ensure_arena(d->rt, &run->sizing, buf_room_for_arena(d->buffers), &run->arena, err);
   account_arena(d);
-  if (rc < 0) goto fail;
-  advise_note_arena(d->advise, p->program, &sizing, prewarm_record_dispatch(&d->prewarm, arena.hit),
-                    arena.hit, arena.build_us);
-  if (!arena.hit) {
+  if (rc < 0) return rc;
+  advise_note_arena(d->advise, program, &run->sizing,
+                    prewarm_record_dispatch(&d->prewarm, run->arena.hit), run->arena.hit,
+                    run->arena.build_us);
+  if (!run->arena.hit) {
     char text[256];
-    pto_sizing_format(&sizing, text, sizeof(text));
+    pto_sizing_format(&run->sizing, text, sizeof(text));
     log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s').", text,
-               (unsigned long long)(arena.build_us / 1000u), p->program);
+               (unsigned long long)(run->arena.build_us / 1000u), program);
   }
+  return 0;
+}
 
-  t_run = dsp_now_ns();
+/* The program's run, traced when the dispatch asks for DFX artefacts. */
+static int run_program(req_t *req, dispatch_run_t *run, pto_error_t *err) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  rt_run_config_t rcfg = {0};
+  int rc;
+  run->t_run = dsp_now_ns();
   rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
   rcfg.run_timeout_ms = req->snap.run_timeout_ms;
   rcfg.deadlock_timeout_ms = req->snap.deadlock_timeout_ms;
-  if (dfx_trace_new(&p->config, &trace) < 0) {
-    rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
-    goto fail;
-  }
-  rcfg.trace = trace;
-  rc = rt_run(d->rt, prog, args, p->nargs, &rcfg, &stats, &err);
-  t_done = dsp_now_ns();
-  ran = true;
-  if (rc < 0) goto fail;
+  if (dfx_trace_new(&p->config, &run->trace) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
+  rcfg.trace = run->trace;
+  rc = rt_run(req->d->rt, req->snap.program, run->args, p->nargs, &rcfg, &run->stats, err);
+  run->t_done = dsp_now_ns();
+  run->ran = true;
+  return rc;
+}
 
+/* What the run returns: its peaks (to the advisor and the result), and
+ * each output into the client's region or into the answer. */
+static void take_outputs(req_t *req, dispatch_run_t *run, proto_dispatch_result_t *r) {
+  ptod_t *d = req->d;
+  const proto_dispatch_params_t *p = &req->params.dispatch;
   for (int rg = 0; rg < PTO_RING_COUNT; rg++) {
-    r->peaks.value[PTO_FIELD_TASK_WINDOW][rg] = stats.peak_tasks[rg];
-    r->peaks.value[PTO_FIELD_HEAP][rg] = stats.peak_heap[rg];
-    r->peaks.value[PTO_FIELD_DEP_POOL][rg] = stats.peak_dep_pool[rg];
+    r->peaks.value[PTO_FIELD_TASK_WINDOW][rg] = run->stats.peak_tasks[rg];
+    r->peaks.value[PTO_FIELD_HEAP][rg] = run->stats.peak_heap[rg];
+    r->peaks.value[PTO_FIELD_DEP_POOL][rg] = run->stats.peak_dep_pool[rg];
   }
-  advise_record(d->advise, p->program, &r->peaks, &sizing);
-
+  advise_record(d->advise, p->program, &r->peaks, &run->sizing);
   for (uint32_t i = 0; i < p->nargs; i++) {
-    bool returned = args[i].kind == PTO_ARG_INOUT || args[i].kind == PTO_ARG_OUTPUT;
+    const pto_arg_t *a = &run->args[i];
+    bool returned = a->kind == PTO_ARG_INOUT || a->kind == PTO_ARG_OUTPUT;
     if (returned && req->shm_ptr && req->shm_ptr[i]) {
       /* Into the client's region, once, as a device's DMA out would; its
        * output in the answer is nil. */
-      dev_copy_from_device(d->dev, req->shm_ptr[i], args[i].base, args[i].bytes);
+      dev_copy_from_device(d->dev, req->shm_ptr[i], a->base, a->bytes);
       returned = false;
     }
     /* The sim device's memory is host memory: the encoder copies the bytes
      * straight from it, once. */
-    outputs[i].ptr = returned ? args[i].base : NULL;
-    outputs[i].len = returned ? args[i].bytes : 0;
-    out_bytes += outputs[i].len;
+    run->outputs[i].ptr = returned ? a->base : NULL;
+    run->outputs[i].len = returned ? a->bytes : 0;
+    run->out_bytes += run->outputs[i].len;
   }
-  if (trace && dfx_collect(trace, &p->config, p->program, req->snap.device_id, &files,
-                           d->dispatch_seq, out_bytes, req->snap.output_limit, &dfx, &r->dfx) < 0) {
-    rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX artefacts.");
-    goto fail;
-  }
-  r->outputs = outputs;
+  r->outputs = run->outputs;
   r->noutputs = p->nargs;
-  r->arena.hit = arena.hit;
-  r->arena.build_us = arena.build_us;
-  r->arena.key = arena.key;
-  r->sizing = sizing;
-  r->timing_us.queue = (req->job.started_ns - req->job.admitted_ns) / 1000u;
-  r->timing_us.arena = (t_run - t_arena) / 1000u;
-  r->timing_us.run = (t_done - t_run) / 1000u;
-  r->timing_us.total = (t_done - req->job.admitted_ns) / 1000u;
-  r->tasks = stats.tasks;
-  encode_dispatch_result(req, &result, out_bytes);
-  observe(req, req->result_code, &arena, t_arena, t_run, t_done);
-  dfx_artefacts_free(&dfx);
-  rt_trace_free(trace);
-  return;
+}
 
-fail:
-  if (err.code == PTO_OK) pto_error_set(&err, -rc, "%s", pto_error_default_message(-rc));
-  log_client(LOG_INFO, "Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code),
-             err.message);
-  /* What the run recorded until it failed is what explains the failure. */
-  if (ran && trace)
-    (void)dfx_collect(trace, &p->config, p->program, req->snap.device_id, &files, d->dispatch_seq, 0,
-                      req->snap.output_limit, &dfx, &fail_dfx);
-  encode_error(req, &err);
+/* The DFX artefacts of what the run recorded (out_bytes: the outputs'
+ * share of output_limit; 0 for a failed run). */
+static int collect_dfx(req_t *req, dispatch_run_t *run, uint64_t out_bytes, proto_dfx_t *ret) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  const dfx_dir_t files = {req->snap.diagnostics_dir, req->snap.diagnostics_max_bytes,
+                           req->snap.diagnostics_max_files};
+  return dfx_collect(run->trace, &p->config, p->program, req->snap.device_id, &files,
+                     req->d->dispatch_seq, out_bytes, req->snap.output_limit, &run->dfx, ret);
+}
+
+/* The result's arena, sizing, timings and task count. */
+static void describe_run(const req_t *req, const dispatch_run_t *run,
+                         proto_dispatch_result_t *r) {
+  r->arena.hit = run->arena.hit;
+  r->arena.build_us = run->arena.build_us;
+  r->arena.key = run->arena.key;
+  r->sizing = run->sizing;
+  r->timing_us.queue = (req->job.started_ns - req->job.admitted_ns) / 1000u;
+  r->timing_us.arena = (run->t_run - run->t_arena) / 1000u;
+  r->timing_us.run = (run->t_done - run->t_run) / 1000u;
+  r->timing_us.total = (run->t_done - req->job.admitted_ns) / 1000u;
+  r->tasks = run->stats.tasks;
+}
+
+/* A failed dispatch's answer: the error, with what the run recorded until
+ * it failed where it ran traced (that is what explains the failure). */
+static void answer_failure(req_t *req, dispatch_run_t *run, int rc, pto_error_t *err) {
+  const char *program = req->params.dispatch.program;
+  proto_dfx_t fail_dfx = {0};
+  if (err->code == PTO_OK) pto_error_set(err, -rc, "%s", pto_error_default_message(-rc));
+  log_client(LOG_INFO, "Dispatch of '%s' failed: %s: %s", program, pto_error_name(err->code),
+             err->message);
+  if (run->ran && run->trace) (void)collect_dfx(req, run, 0, &fail_dfx);
+  encode_error(req, err);
   if (proto_dfx_present(&fail_dfx)) {
     msgpack_sbuffer_clear(&req->response);
-    if (proto_encode_error_response_dfx(&req->response, req->msgid, &err, &fail_dfx) < 0)
-      encode_error(req, &err);
+    if (proto_encode_error_response_dfx(&req->response, req->msgid, err, &fail_dfx) < 0)
+      encode_error(req, err);
   }
-  observe(req, err.code, &arena, t_arena, t_run, t_done);
-  dfx_artefacts_free(&dfx);
-  rt_trace_free(trace);
+}
+
+void jobs_dispatch(req_t *req) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  proto_result_t result;
+  proto_dispatch_result_t *r = &result.dispatch;
+  dispatch_run_t run;
+  pto_error_t err;
+  int rc;
+
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  memset(&run, 0, sizeof(run));
+  req->d->dispatch_seq++;
+  pto_sizing_resolve(&p->config.sizing, &req->d->env, &req->snap.baseline, &run.sizing);
+  rc = bind_dispatch(req, &run, &err);
+  if (rc == 0) rc = get_arena(req, &run, &err);
+  if (rc == 0) rc = run_program(req, &run, &err);
+  if (rc == 0) {
+    take_outputs(req, &run, r);
+    if (run.trace && collect_dfx(req, &run, run.out_bytes, &r->dfx) < 0)
+      rc = pto_error_set(&err, PTO_E_INTERNAL,
+                         "The daemon is out of memory for the DFX artefacts.");
+  }
+  if (rc == 0) {
+    describe_run(req, &run, r);
+    encode_dispatch_result(req, &result, run.out_bytes);
+    observe(req, req->result_code, &run.arena, run.t_arena, run.t_run, run.t_done);
+  } else {
+    answer_failure(req, &run, rc, &err);
+    observe(req, err.code, &run.arena, run.t_arena, run.t_run, run.t_done);
+  }
+  dfx_artefacts_free(&run.dfx);
+  rt_trace_free(run.trace);
 }
 
 /* ---- buffers and prewarm ------------------------------------------------- */
