@@ -449,20 +449,16 @@ static const method_row_t *row_of(const req_t *req) { return &method_rows[req->m
  * (a dispatch's argument array ...); more takes another chunk. */
 #define DECODE_EXTRA 512u
 
-static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
-  ptod_t *d = data;
+/* A request for one whole message; NULL when out of memory (the
+ * connection failed, the message given back). */
+static req_t *req_new(ptod_t *d, srv_conn_t *conn, srv_msg_t *msg) {
   req_t *req = calloc(1, sizeof(*req));
-  proto_envelope_t env;
-  const method_row_t *row;
   pto_error_t err;
-  int method, rc;
-
-  metrics_count_request(d->metrics);
   if (!req) {
-    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    out_of_memory(&err);
     srv_conn_fail(conn, &err);
     srv_msg_done(conn, msg);
-    return;
+    return NULL;
   }
   req->d = d;
   req->conn = conn;
@@ -474,61 +470,86 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
    * 16 KiB: a pipeline of small requests costs what they hold. */
   req->unpacked.zone = proto_zone_new(msg->objects, DECODE_EXTRA);
   if (!req->unpacked.zone) {
-    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    out_of_memory(&err);
     srv_conn_fail(conn, &err);
     req_finish(req);
-    return;
+    return NULL;
   }
+  return req;
+}
 
-  rc = proto_decode(msg->data, msg->len, &req->unpacked, &env, &err);
+/* The envelope: 0 when *env is a request to look up; -1 when the request
+ * has ended (answered, ignored, or its connection failed). */
+static int open_envelope(req_t *req, proto_envelope_t *env) {
+  srv_conn_t *conn = req->conn;
+  pto_error_t err;
+  int rc = proto_decode(req->msg->data, req->msg->len, &req->unpacked, env, &err);
   /* The fds a shm.register came with are its own whatever refuses it
    * (envelope, name, params): left queued, the next register would take
    * them instead of its own. */
-  if (proto_envelope_method_is(&env, "shm.register"))
+  if (proto_envelope_method_is(env, "shm.register"))
     req->fd = srv_conn_take_fd(conn, &req->fds_together);
+  if (rc < 0 && env->answerable) {
+    req->msgid = env->msgid;
+    reject(req, &err);
+    return -1;
+  }
   if (rc < 0) {
-    if (env.answerable) {
-      req->msgid = env.msgid;
-      reject(req, &err);
-      return;
-    }
     log_client(LOG_INFO, "Client %llu sent a message that is not msgpack-RPC (%s); disconnecting it.",
                (unsigned long long)srv_conn_id(conn), err.message);
     srv_conn_fail(conn, &err);
     req_finish(req);
-    return;
+    return -1;
   }
-  if (env.type != PROTO_MSG_REQUEST) {
+  if (env->type != PROTO_MSG_REQUEST) {
     /* Clients send requests only; notifications and stray responses get no
      * answer (msgpack-RPC: a notification is never answered). */
     log_client(LOG_DEBUG, "Client %llu sent a %s, ignoring it.",
                (unsigned long long)srv_conn_id(conn),
-               env.type == PROTO_MSG_NOTIFICATION ? "notification" : "response");
+               env->type == PROTO_MSG_NOTIFICATION ? "notification" : "response");
     req_finish(req);
-    return;
+    return -1;
   }
-  req->msgid = env.msgid;
-  method = proto_method_from_name(env.method, env.method_len);
+  req->msgid = env->msgid;
+  return 0;
+}
+
+/* The method and its params: 0, or -1 when refused (answered and ended). */
+static int decode_request(req_t *req, const proto_envelope_t *env) {
+  pto_error_t err;
+  int method = proto_method_from_name(env->method, env->method_len);
+  int rc;
   if (method < 0) {
-    char shown[4 * 64 + 4];
-    if (proto_escape_text(env.method, env.method_len, 64, shown, sizeof(shown) - 3) <
-        env.method_len)
-      strcat(shown, "...");
+    char shown[4 * 64 + 1];
+    bool cut = proto_escape_text(env->method, env->method_len, 64, shown, sizeof(shown)) <
+               env->method_len;
     pto_error_set(&err, PTO_E_UNKNOWN_METHOD,
-                  "There is no method '%s'; the methods are ping, status, metrics, programs, "
+                  "There is no method '%s%s'; the methods are ping, status, metrics, programs, "
                   "dispatch, buffer.alloc, buffer.write, buffer.read, buffer.free, buffer.list, "
                   "prewarm, advise, shm.register, shm.unregister and shm.list.",
-                  shown);
+                  shown, cut ? "..." : "");
     reject(req, &err);
-    return;
+    return -1;
   }
   req->method = (proto_method_t)method;
-  rc = proto_params_decode(req->method, env.params, req->unpacked.zone, &req->params, &err);
+  rc = proto_params_decode(req->method, env->params, req->unpacked.zone, &req->params, &err);
   if (rc < 0) {
-    if (rc == -ENOMEM) pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    if (rc == -ENOMEM) out_of_memory(&err);
     reject(req, &err);
-    return;
+    return -1;
   }
+  return 0;
+}
+
+static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
+  ptod_t *d = data;
+  proto_envelope_t env;
+  const method_row_t *row;
+  req_t *req;
+
+  metrics_count_request(d->metrics);
+  req = req_new(d, conn, msg);
+  if (!req || open_envelope(req, &env) < 0 || decode_request(req, &env) < 0) return;
   /* From here the request is held as long as it waits: charge it all. */
   srv_msg_charge_decoded(conn, msg, srv_heap_bytes(req) + proto_zone_bytes(req->unpacked.zone));
   row = row_of(req);
