@@ -15,6 +15,7 @@
 #include "metrics_http.h"
 
 struct metrics_feed {
+  ptod_t *d;
   mhttp_t *http;
   uv_timer_t timer; /* the textfile's */
   bool timer_started;
@@ -58,14 +59,18 @@ static void write_textfile(ptod_t *d) {
 
 static void on_timer(uv_timer_t *t) { write_textfile(t->data); }
 
-int metrics_feed_start(ptod_t *d, pto_error_t *err) {
+metrics_feed_t *metrics_feed_start(ptod_t *d, pto_error_t *err) {
   metrics_feed_t *f = calloc(1, sizeof *f);
-  int rc;
-  if (!f) return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
-  d->feed = f;
+  if (!f) {
+    pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
+    return NULL;
+  }
+  f->d = d;
   if (d->cfg.metrics.listen[0]) {
-    rc = mhttp_start(d->loop, d->cfg.metrics.listen, render_for_http, d, &f->http, err);
-    if (rc < 0) return rc;
+    if (mhttp_start(d->loop, d->cfg.metrics.listen, render_for_http, d, &f->http, err) < 0) {
+      free(f);
+      return NULL;
+    }
     log_notice("Serving metrics on http://%s/metrics.", d->cfg.metrics.listen);
   }
   if (d->cfg.metrics.textfile[0]) {
@@ -78,21 +83,19 @@ int metrics_feed_start(ptod_t *d, pto_error_t *err) {
     log_info("Writing metrics to '%s' every %llu ms.", d->cfg.metrics.textfile,
              (unsigned long long)every);
   }
-  return 0;
+  return f;
 }
 
 static void free_feed(uv_handle_t *h) { free(h->data); }
 
-void metrics_feed_stop(ptod_t *d) {
-  metrics_feed_t *f = d->feed;
+void metrics_feed_stop(metrics_feed_t *f) {
   if (!f) return;
-  d->feed = NULL;
   mhttp_stop(f->http);
   if (!f->timer_started) {
     free(f);
     return;
   }
-  write_textfile(d);
+  write_textfile(f->d);
   uv_timer_stop(&f->timer);
   f->timer.data = f;
   uv_close((uv_handle_t *)&f->timer, free_feed);

@@ -68,7 +68,8 @@ static void close_handle(uv_handle_t *h) {
 /* Everything on the loop goes; uv_run then returns. */
 static void finish(life_t *life) {
   uv_timer_stop(&life->drain_poll);
-  metrics_feed_stop(life->d);
+  metrics_feed_stop(life->d->feed);
+  life->d->feed = NULL;
   srv_close(life->d->srv);
   life->d->srv = NULL;
   dsp_destroy(life->d->dsp);
@@ -385,11 +386,10 @@ static int serve(life_t *life) {
     return 1;
   }
   log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
-  rc = metrics_feed_start(d, &err);
-  if (rc < 0) {
+  d->feed = metrics_feed_start(d, &err);
+  if (!d->feed) {
     log_err("%s", err.message);
-    metrics_feed_stop(d);
-    return rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
+    return err.code == PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
   }
   watch_signals(life);
 

@@ -68,7 +68,7 @@ typedef struct ptod {
   atomic_int state; /* ptod_state_t; ptod.c */
   uint64_t started_ns;
   metrics_t *metrics;          /* metrics.c: every event counted, its own lock */
-  struct metrics_feed *feed;   /* metrics_feed.c: the HTTP endpoint and textfile; loop thread */
+  struct metrics_feed *feed;   /* ptod.c (metrics_feed_start): the HTTP endpoint and textfile */
 } ptod_t;
 
 /* Make the daemon for *cfg and the PTO2_RING_* sizing *env, in its
