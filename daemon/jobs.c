@@ -70,7 +70,7 @@ static void reserve_response(msgpack_sbuffer *sb, size_t need) {
  * it: large inputs beside a small output are not pinned by an answer the
  * client does not read — that output is copied. */
 static void encode_dispatch_result(req_t *req, const proto_result_t *result, uint64_t out_bytes) {
-  staging_t *st = &req->d->staging;
+  staging_t *st = &req->d->device.staging;
   if (out_bytes >= PROTO_REF_MIN && st->mem && st->bytes / 2 <= out_bytes) {
     const char *lo = st->mem;
     if (answer_encode(&req->response, &req->refs, req->msgid, PROTO_M_DISPATCH, result, lo,
@@ -88,8 +88,8 @@ static void encode_dispatch_result(req_t *req, const proto_result_t *result, uin
 /* Keep the account's view of the arena in step with the runtime's slot. */
 static void account_arena(ptod_t *d) {
   rt_cache_stats_t cs;
-  rt_cache_stats(d->rt, &cs);
-  buf_set_arena_bytes(d->buffers, cs.bytes);
+  rt_cache_stats(d->device.rt, &cs);
+  buf_set_arena_bytes(d->device.buffers, cs.bytes);
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -118,7 +118,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     else if (a->kind == PTO_ARG_OUTPUT)
       need += align_up(a->bytes ? a->bytes : 1, STAGING_ALIGN);
   }
-  rc = staging_reserve(&d->staging, need, err);
+  rc = staging_reserve(&d->device.staging, need, err);
   if (rc < 0) return rc;
 
   for (uint32_t i = 0; i < p->nargs; i++) {
@@ -130,7 +130,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     case PTO_ARG_BUFFER: {
       void *base;
       uint64_t size;
-      rc = buf_lookup(d->buffers, a->buffer, &base, &size, err);
+      rc = buf_lookup(d->device.buffers, a->buffer, &base, &size, err);
       if (rc < 0) {
         snprintf(err->key, sizeof(err->key), "args[%u]", i);
         return rc;
@@ -154,13 +154,13 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     case PTO_ARG_INOUT:
     case PTO_ARG_OUTPUT: {
       uint64_t bytes = a->kind == PTO_ARG_OUTPUT ? a->bytes : a->data.len;
-      out->base = (char *)d->staging.mem + at;
+      out->base = (char *)d->device.staging.mem + at;
       out->base_bytes = bytes;
       out->bytes = bytes;
       if (a->kind == PTO_ARG_OUTPUT)
         memset(out->base, 0, bytes);
       else
-        dev_copy_to_device(d->dev, out->base, a->data.ptr, bytes);
+        dev_copy_to_device(d->device.dev, out->base, a->data.ptr, bytes);
       at += align_up(bytes ? bytes : 1, STAGING_ALIGN);
       break;
     }
@@ -223,11 +223,12 @@ static int get_arena(req_t *req, dispatch_run_t *run, pto_error_t *err) {
   const char *program = req->params.dispatch.program;
   int rc;
   run->t_arena = dsp_now_ns();
-  rc = rt_ensure_arena(d->rt, &run->sizing, buf_room_for_arena(d->buffers), &run->arena, err);
+  rc = rt_ensure_arena(d->device.rt, &run->sizing, buf_room_for_arena(d->device.buffers),
+                       &run->arena, err);
   account_arena(d);
   if (rc < 0) return rc;
-  advise_note_arena(d->advise, program, &run->sizing,
-                    prewarm_record_dispatch(&d->prewarm, run->arena.hit), run->arena.hit,
+  advise_note_arena(d->device.advise, program, &run->sizing,
+                    prewarm_record_dispatch(&d->device.prewarm, run->arena.hit), run->arena.hit,
                     run->arena.build_us);
   if (!run->arena.hit) {
     char text[256];
@@ -250,7 +251,7 @@ static int run_program(req_t *req, dispatch_run_t *run, pto_error_t *err) {
   if (dfx_trace_new(&p->config, &run->trace) < 0)
     return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
   rcfg.trace = run->trace;
-  rc = rt_run(req->d->rt, req->snap.program, run->args, p->nargs, &rcfg, &run->stats, err);
+  rc = rt_run(req->d->device.rt, req->snap.program, run->args, p->nargs, &rcfg, &run->stats, err);
   run->t_done = dsp_now_ns();
   run->ran = true;
   return rc;
@@ -266,14 +267,14 @@ static void take_outputs(req_t *req, dispatch_run_t *run, proto_dispatch_result_
     r->peaks.value[PTO_FIELD_HEAP][rg] = run->stats.peak_heap[rg];
     r->peaks.value[PTO_FIELD_DEP_POOL][rg] = run->stats.peak_dep_pool[rg];
   }
-  advise_record(d->advise, p->program, &r->peaks, &run->sizing);
+  advise_record(d->device.advise, p->program, &r->peaks, &run->sizing);
   for (uint32_t i = 0; i < p->nargs; i++) {
     const pto_arg_t *a = &run->args[i];
     bool returned = a->kind == PTO_ARG_INOUT || a->kind == PTO_ARG_OUTPUT;
     if (returned && req->shm_ptr && req->shm_ptr[i]) {
       /* Into the client's region, once, as a device's DMA out would; its
        * output in the answer is nil. */
-      dev_copy_from_device(d->dev, req->shm_ptr[i], a->base, a->bytes);
+      dev_copy_from_device(d->device.dev, req->shm_ptr[i], a->base, a->bytes);
       returned = false;
     }
     /* The sim device's memory is host memory: the encoder copies the bytes
@@ -293,7 +294,8 @@ static int collect_dfx(req_t *req, dispatch_run_t *run, uint64_t out_bytes, prot
   const dfx_dir_t files = {req->snap.diagnostics_dir, req->snap.diagnostics_max_bytes,
                            req->snap.diagnostics_max_files};
   return dfx_collect(run->trace, &p->config, p->program, req->snap.device_id, &files,
-                     req->d->dispatch_seq, out_bytes, req->snap.output_limit, &run->dfx, ret);
+                     req->d->device.dispatch_seq, out_bytes, req->snap.output_limit, &run->dfx,
+                     ret);
 }
 
 /* The result's arena, sizing, timings and task count. */
@@ -338,8 +340,8 @@ void jobs_dispatch(req_t *req) {
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
   memset(&run, 0, sizeof(run));
-  req->d->dispatch_seq++;
-  pto_sizing_resolve(&p->config.sizing, &req->d->env, &req->snap.baseline, &run.sizing);
+  req->d->device.dispatch_seq++;
+  pto_sizing_resolve(&p->config.sizing, &req->d->device.env, &req->snap.baseline, &run.sizing);
   rc = bind_dispatch(req, &run, &err);
   if (rc == 0) rc = get_arena(req, &run, &err);
   if (rc == 0) rc = run_program(req, &run, &err);
@@ -379,7 +381,7 @@ void jobs_buffer_alloc(req_t *req) {
   int rc;
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
-  rc = buf_alloc(req->d->buffers, p->name, p->bytes, p->init.ptr, &err);
+  rc = buf_alloc(req->d->device.buffers, p->name, p->bytes, p->init.ptr, &err);
   result.buffer_alloc.name = p->name;
   result.buffer_alloc.bytes = p->bytes;
   encode_outcome(req, rc, &err, &result);
@@ -392,7 +394,7 @@ void jobs_buffer_write(req_t *req) {
   int rc;
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
-  rc = buf_write(req->d->buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
+  rc = buf_write(req->d->device.buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
   result.buffer_write.bytes = p->data.len;
   encode_outcome(req, rc, &err, &result);
 }
@@ -407,10 +409,10 @@ void jobs_buffer_read(req_t *req) {
   int rc;
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
-  rc = buf_read(d->buffers, p->name, p->offset, &bytes, &data, &err);
+  rc = buf_read(d->device.buffers, p->name, p->offset, &bytes, &data, &err);
   if (rc == 0 && p->shm) {
     /* Into the client's region; the answer is {bytes}, buffer.write's shape. */
-    dev_copy_from_device(d->dev, req->shm_ptr[0], data, bytes);
+    dev_copy_from_device(d->device.dev, req->shm_ptr[0], data, bytes);
     result.buffer_write.bytes = bytes;
     encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
     return;
@@ -434,7 +436,8 @@ void jobs_buffer_free(req_t *req) {
   int rc;
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
-  rc = buf_free(req->d->buffers, req->params.buffer_free.name, &result.buffer_free.bytes, &err);
+  rc = buf_free(req->d->device.buffers, req->params.buffer_free.name, &result.buffer_free.bytes,
+                &err);
   encode_outcome(req, rc, &err, &result);
 }
 
@@ -485,7 +488,7 @@ static void warm_up(ptod_t *d, const pto_sizing_resolved_t *sizing) {
   rt_run_stats_t stats;
   pto_error_t err;
   memset(&result, 0, sizeof(result));
-  if (rt_run(d->rt, &warm_program, NULL, 0, NULL, &stats, &err) < 0) return;
+  if (rt_run(d->device.rt, &warm_program, NULL, 0, NULL, &stats, &err) < 0) return;
   result.dispatch.sizing = *sizing;
   result.dispatch.tasks = stats.tasks;
   msgpack_sbuffer_init(&sb);
@@ -503,12 +506,12 @@ static void ignore_program(void *data, const char *name, const pto_program_t *pr
 
 int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,
                  pto_error_t *err) {
-  int rc = rt_prewarm_arena(d->rt, sizing, buf_room_for_arena(d->buffers), ret, err);
+  int rc = rt_prewarm_arena(d->device.rt, sizing, buf_room_for_arena(d->device.buffers), ret, err);
   account_arena(d);
-  if (rc == 0) prewarm_record_set(&d->prewarm, sizing);
+  if (rc == 0) prewarm_record_set(&d->device.prewarm, sizing);
   /* Load the programs now too: a first dispatch would otherwise pay the
    * dlopen of its program (about half a millisecond) on top of the run. */
-  (void)rt_programs_foreach(d->rt, ignore_program, NULL);
+  (void)rt_programs_foreach(d->device.rt, ignore_program, NULL);
   if (rc == 0) {
     prefault_code();
     warm_up(d, sizing);
@@ -524,12 +527,13 @@ void jobs_prewarm_request(req_t *req) {
   pto_error_t err;
 
   pto_error_clear(&err);
-  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->env, &req->snap.baseline, &sizing);
+  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->device.env, &req->snap.baseline,
+                     &sizing);
   if (jobs_prewarm(d, &sizing, &arena, &err) < 0) {
     encode_error(req, &err);
     return;
   }
   memset(&result, 0, sizeof(result));
-  prewarm_arena_snapshot(&d->prewarm, d->rt, &result.prewarm);
+  prewarm_arena_snapshot(&d->device.prewarm, d->device.rt, &result.prewarm);
   encode_result(req, &result);
 }

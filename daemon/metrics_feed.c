@@ -32,7 +32,7 @@ static char *render_for_http(void *data, size_t *ret_len) { return metrics_feed_
 /* PATH.tmp written whole, then renamed over PATH: node_exporter never
  * reads half a file. */
 static void write_textfile(ptod_t *d) {
-  const char *path = d->cfg.metrics.textfile;
+  const char *path = d->loop.cfg.metrics.textfile;
   char tmp[PATH_MAX + 8];
   size_t len = 0, off = 0;
   char *text = metrics_feed_text(d, &len);
@@ -66,21 +66,22 @@ metrics_feed_t *metrics_feed_start(ptod_t *d, pto_error_t *err) {
     return NULL;
   }
   f->d = d;
-  if (d->cfg.metrics.listen[0]) {
-    if (mhttp_start(d->loop, d->cfg.metrics.listen, render_for_http, d, &f->http, err) < 0) {
+  if (d->loop.cfg.metrics.listen[0]) {
+    if (mhttp_start(d->loop.uv, d->loop.cfg.metrics.listen, render_for_http, d, &f->http, err) <
+        0) {
       free(f);
       return NULL;
     }
-    log_notice("Serving metrics on http://%s/metrics.", d->cfg.metrics.listen);
+    log_notice("Serving metrics on http://%s/metrics.", d->loop.cfg.metrics.listen);
   }
-  if (d->cfg.metrics.textfile[0]) {
-    uint64_t every = d->cfg.metrics.textfile_interval_ms;
+  if (d->loop.cfg.metrics.textfile[0]) {
+    uint64_t every = d->loop.cfg.metrics.textfile_interval_ms;
     write_textfile(d);
-    uv_timer_init(d->loop, &f->timer);
+    uv_timer_init(d->loop.uv, &f->timer);
     f->timer.data = d;
     uv_timer_start(&f->timer, on_timer, every, every);
     f->timer_started = true;
-    log_info("Writing metrics to '%s' every %llu ms.", d->cfg.metrics.textfile,
+    log_info("Writing metrics to '%s' every %llu ms.", d->loop.cfg.metrics.textfile,
              (unsigned long long)every);
   }
   return f;

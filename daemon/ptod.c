@@ -53,10 +53,10 @@ typedef struct prewarm_job {
 static void notify_ready_status(life_t *life) {
   char sizing[256];
   pto_sizing_resolved_t prewarmed;
-  prewarm_record_sizing(&life->d->prewarm, &prewarmed);
+  prewarm_record_sizing(&life->d->device.prewarm, &prewarmed);
   pto_sizing_format(&prewarmed, sizing, sizeof(sizing));
-  notify_sendf("READY=1\nSTATUS=Serving device %u on '%s'; prewarmed %s", life->d->cfg.device.id,
-               srv_socket_path(life->d->srv), sizing);
+  notify_sendf("READY=1\nSTATUS=Serving device %u on '%s'; prewarmed %s",
+               life->d->loop.cfg.device.id, srv_socket_path(life->d->loop.srv), sizing);
 }
 
 /* ---- shut-down ----------------------------------------------------------- */
@@ -68,12 +68,12 @@ static void close_handle(uv_handle_t *h) {
 /* Everything on the loop goes; uv_run then returns. */
 static void finish(life_t *life) {
   uv_timer_stop(&life->drain_poll);
-  metrics_feed_stop(life->d->feed);
-  life->d->feed = NULL;
-  srv_close(life->d->srv);
-  life->d->srv = NULL;
-  dsp_destroy(life->d->dsp);
-  life->d->dsp = NULL;
+  metrics_feed_stop(life->d->loop.feed);
+  life->d->loop.feed = NULL;
+  srv_close(life->d->loop.srv);
+  life->d->loop.srv = NULL;
+  dsp_destroy(life->d->loop.dsp);
+  life->d->loop.dsp = NULL;
   close_handle((uv_handle_t *)&life->sig_term);
   close_handle((uv_handle_t *)&life->sig_int);
   close_handle((uv_handle_t *)&life->sig_hup);
@@ -83,14 +83,14 @@ static void finish(life_t *life) {
 
 static void on_drain_poll(uv_timer_t *t) {
   life_t *life = t->data;
-  if (dsp_idle(life->d->dsp)) {
+  if (dsp_idle(life->d->loop.dsp)) {
     log_notice("Drained; exiting.");
     finish(life);
     return;
   }
   if (dsp_now_ns() > life->drain_deadline_ns) {
     log_err("A dispatch is still running after drain_timeout = %llu ms; exiting without it.",
-            (unsigned long long)life->d->cfg.daemon.drain_timeout_ms);
+            (unsigned long long)life->d->loop.cfg.daemon.drain_timeout_ms);
     notify_send("STATUS=Exited with a dispatch still running (drain_timeout)");
     _exit(1);
   }
@@ -103,12 +103,12 @@ static void begin_drain(life_t *life, int signum) {
   }
   log_notice("Received %s: draining (queued requests are answered SHUTTING_DOWN, the running one "
              "may take up to %llu ms).",
-             strsignal(signum), (unsigned long long)life->d->cfg.daemon.drain_timeout_ms);
+             strsignal(signum), (unsigned long long)life->d->loop.cfg.daemon.drain_timeout_ms);
   atomic_store(&life->d->state, PTOD_DRAINING);
   notify_send("STOPPING=1\nSTATUS=Draining");
-  srv_stop_accepting(life->d->srv);
-  dsp_drain(life->d->dsp);
-  life->drain_deadline_ns = dsp_now_ns() + life->d->cfg.daemon.drain_timeout_ms * 1000000u;
+  srv_stop_accepting(life->d->loop.srv);
+  dsp_drain(life->d->loop.dsp);
+  life->drain_deadline_ns = dsp_now_ns() + life->d->loop.cfg.daemon.drain_timeout_ms * 1000000u;
   uv_timer_start(&life->drain_poll, on_drain_poll, 0, DRAIN_POLL_MS);
 }
 
@@ -146,19 +146,21 @@ static void prewarm_job_complete(dsp_job_t *job) {
 
 static void apply_server(life_t *life) {
   srv_options_t so;
-  ptod_server_options(&life->d->cfg, &so);
-  srv_update_options(life->d->srv, &so);
+  ptod_server_options(&life->d->loop.cfg, &so);
+  srv_update_options(life->d->loop.srv, &so);
 }
 
-static void apply_log_level(life_t *life) { log_set_level(life->d->cfg.daemon.log_level); }
+static void apply_log_level(life_t *life) { log_set_level(life->d->loop.cfg.daemon.log_level); }
 
-static void apply_spin(life_t *life) { dsp_set_spin_us(life->d->dsp, life->d->cfg.daemon.spin_us); }
+static void apply_spin(life_t *life) {
+  dsp_set_spin_us(life->d->loop.dsp, life->d->loop.cfg.daemon.spin_us);
+}
 
 static void apply_queue(life_t *life) {
-  dsp_set_capacity(life->d->dsp, ptod_queue_capacity(&life->d->cfg));
+  dsp_set_capacity(life->d->loop.dsp, ptod_queue_capacity(&life->d->loop.cfg));
 }
 
-/* Read from d->cfg where it is used: as each request is admitted (queue,
+/* Read from d->loop.cfg where it is used: as each request is admitted (queue,
  * ring baseline, device timeouts, diagnostics), at the next drain, or by
  * the prewarm comparison in reload(). */
 static void apply_where_used(life_t *life) { (void)life; }
@@ -198,8 +200,8 @@ bool ptod_live_key_applied(const char *section, const char *name) {
 static void apply_live_keys(life_t *life, const cfg_t *merged) {
   void (*run[sizeof(live_keys) / sizeof(live_keys[0])])(life_t *);
   size_t nrun = 0;
-  cfg_t old = life->d->cfg;
-  life->d->cfg = *merged;
+  cfg_t old = life->d->loop.cfg;
+  life->d->loop.cfg = *merged;
   for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++) {
     const cfg_key_t *k = cfg_key_find(live_keys[i].section, live_keys[i].name);
     char before[512], after[512];
@@ -227,14 +229,15 @@ static void reload(life_t *life) {
     return;
   }
   notify_reloading();
-  log_notice("Received SIGHUP: reloading '%s'.", d->config_path ? d->config_path : "(built-in defaults)");
+  log_notice("Received SIGHUP: reloading '%s'.",
+             d->loop.config_path ? d->loop.config_path : "(built-in defaults)");
   pto_error_clear(&err);
-  if (cfg_load(d->config_path, &loaded, &err) < 0) {
+  if (cfg_load(d->loop.config_path, &loaded, &err) < 0) {
     log_err("Reload failed, keeping the running configuration: %s", err.message);
     notify_ready_status(life);
     return;
   }
-  changed = cfg_diff(&d->cfg, &loaded, report, sizeof(report));
+  changed = cfg_diff(&d->loop.cfg, &loaded, report, sizeof(report));
   if (!changed) {
     log_notice("Reload: nothing changed.");
     notify_ready_status(life);
@@ -249,10 +252,10 @@ static void reload(life_t *life) {
   if (changed & CFG_CHANGED_RESTART)
     log_warning("Reload: some changed keys need a restart; they keep their running values.");
 
-  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &old_prewarm);
-  cfg_merge_live(&d->cfg, &loaded, &merged);
+  cfg_resolve_sizings(&d->loop.cfg, &d->device.env, NULL, &old_prewarm);
+  cfg_merge_live(&d->loop.cfg, &loaded, &merged);
   apply_live_keys(life, &merged);
-  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &new_prewarm);
+  cfg_resolve_sizings(&d->loop.cfg, &d->device.env, NULL, &new_prewarm);
 
   if (!pto_sizing_equal(&old_prewarm, &new_prewarm)) {
     prewarm_job_t *pj = calloc(1, sizeof(*pj));
@@ -261,7 +264,7 @@ static void reload(life_t *life) {
       pj->sizing = new_prewarm;
       pj->job.run = prewarm_job_run;
       pj->job.complete = prewarm_job_complete;
-      if (dsp_submit_internal(d->dsp, &pj->job) == 0) {
+      if (dsp_submit_internal(d->loop.dsp, &pj->job) == 0) {
         /* READY=1 follows once the device has built it. */
         life->reloading = true;
         atomic_store(&d->state, PTOD_WARMING);
@@ -327,9 +330,9 @@ static int prewarm(life_t *life, pto_error_t *err) {
   uint64_t bytes;
   int rc;
 
-  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &sizing);
+  cfg_resolve_sizings(&d->loop.cfg, &d->device.env, NULL, &sizing);
   pto_sizing_format(&sizing, text, sizeof(text));
-  bytes = rt_arena_bytes(d->rt, &sizing);
+  bytes = rt_arena_bytes(d->device.rt, &sizing);
   notify_sendf("STATUS=Prewarming the arena (%llu MiB): %s\nEXTEND_TIMEOUT_USEC=%llu",
                (unsigned long long)(bytes >> 20), text, 120ull * 1000000u);
   log_info("Prewarming the arena for %s (%llu bytes).", text, (unsigned long long)bytes);
@@ -380,14 +383,15 @@ static int serve(life_t *life) {
   }
 
   /* 5. accept. */
-  if (srv_listen(d->srv, &err) < 0) {
+  if (srv_listen(d->loop.srv, &err) < 0) {
     log_err("%s", err.message);
     notify_sendf("STATUS=%s", err.message);
     return 1;
   }
-  log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
-  d->feed = metrics_feed_start(d, &err);
-  if (!d->feed) {
+  log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->loop.srv),
+             srv_socket_origin(d->loop.srv));
+  d->loop.feed = metrics_feed_start(d, &err);
+  if (!d->loop.feed) {
     log_err("%s", err.message);
     return err.code == PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
   }
@@ -441,7 +445,7 @@ int ptod_run(const char *config_path) {
   if (rc < 0) {
     exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
   } else {
-    life->d->config_path = config_path;
+    life->d->loop.config_path = config_path;
     exit_code = serve(life);
   }
   ptod_destroy(life->d); /* what is still open, and the loop's close callbacks */

@@ -3,10 +3,10 @@
  * made and taken apart (ptod_core.c; its life, signals and reload are
  * ptod.c's, ptod_run.h).
  *
- * One ptod_t per process.  The loop thread owns the configuration, the
- * server and the service; the device thread (dispatch.h) owns the runtime's
- * runs, resident buffer memory and the staging area.  What both read is
- * atomic or behind `lock`.
+ * One ptod_t per process, in two contexts: the loop thread's (the
+ * configuration, the server, the dispatcher) and the device thread's (the
+ * runtime's runs, resident buffer memory, the staging area); what both
+ * touch is atomic or behind its module's lock.
  */
 #ifndef PTOD_PTOD_H
 #define PTOD_PTOD_H
@@ -44,31 +44,46 @@ typedef enum ptod_state {
 extern const char *const ptod_state_names[PTOD_STATE_COUNT];
 const char *ptod_state_name(ptod_state_t state);
 
-/* Each member has one owner, the module that writes it; the others read.
- * The loop thread owns cfg and the modules it runs (srv, requests); the
- * device thread (dispatch.h) owns the runtime's runs, staging and
- * dispatch_seq; what both touch is atomic or behind its module's lock. */
-typedef struct ptod {
-  uv_loop_t *loop;
+/* The loop thread's context: set by ptod_create (ptod_core.c), then
+ * written by ptod.c alone (reload, drain, the metrics feed); the modules
+ * the loop runs read it there.  shm_totals is the one exception: shm.c's
+ * running sum of every connection's regions, kept here so status sees
+ * them all (loop thread too). */
+typedef struct ptod_loop {
+  uv_loop_t *uv;
   const char *config_path; /* NULL: built-in defaults */
-  cfg_t cfg;               /* the running configuration (ptod.c, loop thread) */
-  pto_sizing_t env;        /* PTO2_RING_* as read at start-up */
+  cfg_t cfg;               /* the running configuration */
+  srv_t *srv;
+  dsp_t *dsp;
+  struct metrics_feed *feed; /* metrics_feed_start's: the HTTP endpoint and textfile */
+  shm_totals_t shm_totals;
+  uint64_t started_ns;
+} ptod_loop_t;
 
+/* The device thread's context: opened by ptod_create, then the device
+ * thread's (jobs.c runs every device request; prewarm before it has
+ * work).  What the loop reads of it (program list, buffer list, advice,
+ * the prewarm record) is behind each module's own lock; staging and
+ * dispatch_seq are the device thread's alone. */
+typedef struct ptod_device {
+  pto_sizing_t env; /* PTO2_RING_* as read at start-up */
   dev_device_t *dev;
   rt_runtime_t *rt;
   buf_table_t *buffers;
   advise_t *advise;
-  dsp_t *dsp;
-  srv_t *srv;
-  prewarm_record_t prewarm; /* prewarm.c */
-  staging_t staging;        /* staging.c, device thread */
-  uint64_t dispatch_seq;    /* jobs.c, device thread */
-  shm_totals_t shm_totals;  /* shm.c: every connection's regions; loop thread */
+  prewarm_record_t prewarm;
+  staging_t staging;
+  uint64_t dispatch_seq;
+} ptod_device_t;
 
-  atomic_int state; /* ptod_state_t; ptod.c */
-  uint64_t started_ns;
-  metrics_t *metrics;          /* metrics.c: every event counted, its own lock */
-  struct metrics_feed *feed;   /* ptod.c (metrics_feed_start): the HTTP endpoint and textfile */
+/* One per process.  state and metrics are what both threads touch: state
+ * is atomic (ptod.c writes it), metrics has its own lock (every module
+ * counts into it). */
+typedef struct ptod {
+  ptod_loop_t loop;
+  ptod_device_t device;
+  atomic_int state; /* ptod_state_t */
+  metrics_t *metrics;
 } ptod_t;
 
 /* Make the daemon for *cfg and the PTO2_RING_* sizing *env, in its

@@ -267,7 +267,7 @@ static void list_region(void *data, const char *name, uint64_t bytes) {
 /* The connection's shared-memory regions, made when first needed. */
 static shm_table_t *conn_shm(req_t *req) {
   req_conn_t *cs = conn_state(req->conn);
-  if (cs && !cs->shm) cs->shm = shm_table_new(&req->d->shm_totals);
+  if (cs && !cs->shm) cs->shm = shm_table_new(&req->d->loop.shm_totals);
   return cs ? cs->shm : NULL;
 }
 
@@ -276,7 +276,7 @@ static shm_table_t *conn_shm(req_t *req) {
 static int serve_shm_register(req_t *req, proto_result_t *result, service_scratch_t *scratch,
                               pto_error_t *err) {
   const proto_shm_register_params_t *p = &req->params.shm_register;
-  const cfg_daemon_t *c = &req->d->cfg.daemon;
+  const cfg_daemon_t *c = &req->d->loop.cfg.daemon;
   shm_limits_t limits = {.bytes = c->shm_limit,
                          .regions = c->shm_regions,
                          .bytes_total = c->shm_limit_total,
@@ -340,20 +340,20 @@ static int req_snapshot(req_t *req, pto_error_t *err) {
   const ptod_t *d = req->d;
   req_snapshot_t *snap = &req->snap;
   int rc;
-  snap->baseline = d->cfg.ring;
-  snap->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
-  snap->deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
-  snap->output_limit = d->cfg.daemon.output_limit;
-  snap->device_id = d->cfg.device.id;
+  snap->baseline = d->loop.cfg.ring;
+  snap->run_timeout_ms = (uint32_t)d->loop.cfg.device.run_timeout_ms;
+  snap->deadlock_timeout_ms = (uint32_t)d->loop.cfg.device.deadlock_timeout_ms;
+  snap->output_limit = d->loop.cfg.daemon.output_limit;
+  snap->device_id = d->loop.cfg.device.id;
   if (!is_dispatch(req)) return 0;
-  rc = rt_program_get(d->rt, req->params.dispatch.program, &snap->program, err);
+  rc = rt_program_get(d->device.rt, req->params.dispatch.program, &snap->program, err);
   if (rc < 0) return rc;
   /* DFX artefacts come back in the result (dfx.h), and as files too where
    * there is a diagnostics_dir. */
-  if (dfx_wanted(&req->params.dispatch.config) && d->cfg.daemon.diagnostics_dir[0]) {
-    snap->diagnostics_max_bytes = d->cfg.daemon.diagnostics_max_bytes;
-    snap->diagnostics_max_files = d->cfg.daemon.diagnostics_max_files;
-    snap->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
+  if (dfx_wanted(&req->params.dispatch.config) && d->loop.cfg.daemon.diagnostics_dir[0]) {
+    snap->diagnostics_max_bytes = d->loop.cfg.daemon.diagnostics_max_bytes;
+    snap->diagnostics_max_files = d->loop.cfg.daemon.diagnostics_max_files;
+    snap->diagnostics_dir = strdup(d->loop.cfg.daemon.diagnostics_dir);
     if (!snap->diagnostics_dir) return out_of_memory(err);
   }
   return 0;
@@ -374,7 +374,7 @@ static void admit(req_t *req, const method_row_t *row) {
     reject(req, &err);
     return;
   }
-  if (cs && !cs->flow) cs->flow = dsp_flow_create(d->dsp);
+  if (cs && !cs->flow) cs->flow = dsp_flow_create(d->loop.dsp);
   if (!cs || !cs->flow) {
     out_of_memory(&err);
     reject(req, &err);
@@ -391,12 +391,12 @@ static void admit(req_t *req, const method_row_t *row) {
   req->job.flow = cs->flow;
   if (row->runs_program)
     req->job.deadline_ns = deadline_from(req->params.dispatch.deadline_ms, dsp_now_ns());
-  rc = dsp_submit(d->dsp, &req->job);
+  rc = dsp_submit(d->loop.dsp, &req->job);
   if (rc == -PTO_E_BUSY) {
     pto_error_set(&err, PTO_E_BUSY,
                   "The admission queue is full (queue_depth = %u, queue_full = busy); retry "
                   "later.",
-                  d->cfg.daemon.queue_depth);
+                  d->loop.cfg.daemon.queue_depth);
     reject(req, &err);
   } else if (rc < 0) {
     shutting_down(req, &err);
@@ -568,7 +568,7 @@ static void on_close(srv_conn_t *conn, void *data) {
   req_conn_t *cs = srv_conn_data(conn);
   if (!cs) return;
   srv_conn_set_data(conn, NULL);
-  dsp_flow_release(d->dsp, cs->flow);
+  dsp_flow_release(d->loop.dsp, cs->flow);
   shm_table_close(cs->shm); /* unmapped once no request copies through them */
   free(cs);
 }
@@ -581,12 +581,12 @@ static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *m
 /* Completions found together answer together: one writev per connection. */
 static void batch_begin(void *data) {
   ptod_t *d = data;
-  if (d->srv) srv_cork(d->srv);
+  if (d->loop.srv) srv_cork(d->loop.srv);
 }
 
 static void batch_end(void *data) {
   ptod_t *d = data;
-  if (d->srv) srv_uncork(d->srv);
+  if (d->loop.srv) srv_uncork(d->loop.srv);
 }
 
 srv_handlers_t req_handlers(ptod_t *d) {
@@ -594,6 +594,6 @@ srv_handlers_t req_handlers(ptod_t *d) {
     assert(method_rows[i].thread == ON_LOOP ? method_rows[i].serve != NULL
                                             : method_rows[i].run != NULL);
   srv_handlers_t h = {on_message, on_close, on_fatal, d};
-  dsp_set_batch_hooks(d->dsp, batch_begin, batch_end, d);
+  dsp_set_batch_hooks(d->loop.dsp, batch_begin, batch_end, d);
   return h;
 }

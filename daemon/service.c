@@ -31,7 +31,7 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->queue.depth = m.queue_depth;
   s->queue.capacity = m.queue_capacity;
   s->queue.running = m.queue_running;
-  prewarm_arena_snapshot(&d->prewarm, d->rt, &s->arena);
+  prewarm_arena_snapshot(&d->device.prewarm, d->device.rt, &s->arena);
   s->memory.limit = m.memory_limit;
   s->memory.arena = m.memory_arena;
   s->memory.buffers = m.memory_buffers;
@@ -100,12 +100,12 @@ int service_ping(req_t *req, proto_result_t *result, service_scratch_t *scratch,
   (void)scratch;
   (void)err;
   result->ping.version = PTO_VERSION;
-  result->ping.device = d->cfg.device.id;
+  result->ping.device = d->loop.cfg.device.id;
   result->ping.state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
   /* "shm" last: left out when shm_limit = 0 turns the shm path off. */
   result->ping.features = ptod_features;
-  result->ping.nfeatures =
-      sizeof(ptod_features) / sizeof(ptod_features[0]) - (d->cfg.daemon.shm_limit == 0 ? 1 : 0);
+  result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]) -
+                           (d->loop.cfg.daemon.shm_limit == 0 ? 1 : 0);
   return 0;
 }
 
@@ -135,14 +135,14 @@ int service_programs(req_t *req, proto_result_t *result, service_scratch_t *scra
                      pto_error_t *err) {
   const ptod_t *d = req->d;
   program_list_t programs = {0};
-  int rc = rt_programs_foreach(d->rt, collect_program, &programs);
+  int rc = rt_programs_foreach(d->device.rt, collect_program, &programs);
   scratch->programs = programs.items;
   if (rc < 0)
     return pto_error_set(err, PTO_E_INTERNAL,
                          "The programs directory '%s' cannot be read: %s; ask the operator to "
                          "set [device] programs to the directory that holds the NAME.so "
                          "programs.",
-                         d->cfg.device.programs, strerror(-rc));
+                         d->loop.cfg.device.programs, strerror(-rc));
   result->programs.programs = programs.items;
   result->programs.count = programs.count;
   return 0;
@@ -151,7 +151,7 @@ int service_programs(req_t *req, proto_result_t *result, service_scratch_t *scra
 int service_buffer_list(req_t *req, proto_result_t *result, service_scratch_t *scratch,
                         pto_error_t *err) {
   size_t n = 0;
-  if (buf_list(req->d->buffers, &scratch->infos, &n) < 0) return out_of_memory(err);
+  if (buf_list(req->d->device.buffers, &scratch->infos, &n) < 0) return out_of_memory(err);
   scratch->bufs = calloc(n ? n : 1, sizeof(*scratch->bufs));
   if (!scratch->bufs) return out_of_memory(err);
   for (size_t i = 0; i < n; i++) {
@@ -166,7 +166,8 @@ int service_buffer_list(req_t *req, proto_result_t *result, service_scratch_t *s
 int service_advise(req_t *req, proto_result_t *result, service_scratch_t *scratch,
                    pto_error_t *err) {
   scratch->advice = malloc(sizeof(*scratch->advice));
-  if (!scratch->advice || advise_result(req->d->advise, &result->advise, scratch->advice) < 0)
+  if (!scratch->advice ||
+      advise_result(req->d->device.advise, &result->advise, scratch->advice) < 0)
     return out_of_memory(err);
   return 0;
 }
@@ -228,6 +229,7 @@ int service_check_read(const char *name, uint64_t bytes, uint64_t output_limit,
 int service_admit_read(const req_t *req, pto_error_t *err) {
   const proto_buffer_read_params_t *p = &req->params.buffer_read;
   if (p->shm) return 0; /* into the client's region, not the answer */
-  return service_check_read(p->name, buf_read_size(req->d->buffers, p->name, p->offset, p->bytes),
+  return service_check_read(p->name,
+                            buf_read_size(req->d->device.buffers, p->name, p->offset, p->bytes),
                             req->snap.output_limit, err);
 }

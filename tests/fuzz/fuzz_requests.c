@@ -84,14 +84,14 @@ static void start(uint32_t max_pending) {
   FUZZ_CHECK(uv_loop_init(&s.loop) == 0, "uv_loop_init");
   FUZZ_CHECK(ptod_create(&cfg, &env, &s.loop, req_handlers, &s.d, &err) == 0,
              "the daemon did not start: %s", err.message);
-  FUZZ_CHECK(srv_listen(s.d->srv, &err) == 0, "the server did not start: %s", err.message);
+  FUZZ_CHECK(srv_listen(s.d->loop.srv, &err) == 0, "the server did not start: %s", err.message);
   atomic_store(&s.d->state, PTOD_READY);
 }
 
 static void stop(void) {
   ptod_t *d = s.d;
   srv_memory_t mem;
-  srv_memory(d->srv, &mem);
+  srv_memory(d->loop.srv, &mem);
   FUZZ_CHECK(mem.input == 0 && mem.output == 0, "%llu bytes of input and %llu of output held "
              "after the client left", (unsigned long long)mem.input,
              (unsigned long long)mem.output);
@@ -266,7 +266,7 @@ static void converse(piece_t *pieces, size_t npieces, bytes_t *sent, bytes_t *go
       FUZZ_CHECK(errno == EINTR, "poll: %s", strerror(errno)); /* EINTR: libFuzzer's timer */
   }
   close(fd);
-  while (srv_client_count(s.d->srv) > 0) uv_run(&s.loop, UV_RUN_ONCE);
+  while (srv_client_count(s.d->loop.srv) > 0) uv_run(&s.loop, UV_RUN_ONCE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

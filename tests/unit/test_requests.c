@@ -65,7 +65,7 @@ static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
   snprintf(cfg.daemon.socket, sizeof(cfg.daemon.socket), "%s", path);
   uv_loop_init(&loop);
   ck_assert_int_eq(ptod_create(&cfg, &env, &loop, req_handlers, &d, &err), 0);
-  ck_assert_int_eq(srv_listen(d->srv, &err), 0);
+  ck_assert_int_eq(srv_listen(d->loop.srv, &err), 0);
   atomic_store(&d->state, PTOD_READY);
   nanswers = 0;
 }
@@ -195,7 +195,7 @@ static void turn_until_read(uint32_t n) {
   uint64_t end = now_ms() + 20000;
   dsp_stats_t st;
   for (;;) {
-    dsp_get_stats(d->dsp, &st);
+    dsp_get_stats(d->loop.dsp, &st);
     if (st.depth + st.running + dispatches_ok() +
             dispatches_rejected() >= n ||
         now_ms() >= end)
@@ -247,7 +247,7 @@ START_TEST(busy_beyond_queue_depth) {
   send_noop(&c, 1, 200000);
   do {
     turn_loop(1);
-    dsp_get_stats(d->dsp, &st);
+    dsp_get_stats(d->loop.dsp, &st);
   } while (!st.running);
   for (uint32_t i = 2; i <= 10; i++) send_noop(&c, i, 200000);
   run_until(&c, 1, 10);
@@ -268,7 +268,7 @@ START_TEST(closed_connection_drops_what_waits) {
   client_close(&c[0]);
   send_noop(&c[1], 1, 0);
   run_until(&c[1], 1, 1);
-  while (!dsp_idle(d->dsp)) turn_loop(1);
+  while (!dsp_idle(d->loop.dsp)) turn_loop(1);
   /* The one running when it closed ran (and maybe one the device had
    * already taken); the device dropped the rest, whose client was gone. */
   ck_assert_uint_le(dispatches_ok(), 1 + 2);
@@ -284,7 +284,7 @@ START_TEST(drain_answers_waiting_requests) {
   for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 20000);
   turn_until_read(10);
   atomic_store(&d->state, PTOD_DRAINING);
-  dsp_drain(d->dsp);
+  dsp_drain(d->loop.dsp);
   run_until(&c, 1, 10);
   for (int i = 0; i < nanswers; i++) down += strcmp(answers[i].error, "SHUTTING_DOWN") == 0;
   ck_assert_int_ge(down, 10 - 2);
