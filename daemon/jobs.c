@@ -211,8 +211,7 @@ static int bind_dispatch(req_t *req, dispatch_run_t *run, pto_error_t *err) {
   if (p->nargs) {
     run->args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*run->args));
     run->outputs = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*run->outputs));
-    if (!run->args || !run->outputs)
-      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    if (!run->args || !run->outputs) return service_out_of_memory(err);
   }
   return bind_args(req->d, p, run->args, err);
 }

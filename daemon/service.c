@@ -94,6 +94,10 @@ void service_scratch_free(service_scratch_t *scratch) {
   memset(scratch, 0, sizeof(*scratch));
 }
 
+int service_out_of_memory(pto_error_t *err) {
+  return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+}
+
 int service_ping(req_t *req, proto_result_t *result, service_scratch_t *scratch,
                  pto_error_t *err) {
   const ptod_t *d = req->d;
@@ -117,15 +121,11 @@ int service_status(req_t *req, proto_result_t *result, service_scratch_t *scratc
   return 0;
 }
 
-static int out_of_memory(pto_error_t *err) {
-  return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-}
-
 int service_metrics(req_t *req, proto_result_t *result, service_scratch_t *scratch,
                     pto_error_t *err) {
   size_t n = 0;
   scratch->text = metrics_feed_text(req->d, &n);
-  if (!scratch->text) return out_of_memory(err);
+  if (!scratch->text) return service_out_of_memory(err);
   result->metrics.text = scratch->text;
   result->metrics.len = n;
   return 0;
@@ -151,9 +151,9 @@ int service_programs(req_t *req, proto_result_t *result, service_scratch_t *scra
 int service_buffer_list(req_t *req, proto_result_t *result, service_scratch_t *scratch,
                         pto_error_t *err) {
   size_t n = 0;
-  if (buf_list(req->d->device.buffers, &scratch->infos, &n) < 0) return out_of_memory(err);
+  if (buf_list(req->d->device.buffers, &scratch->infos, &n) < 0) return service_out_of_memory(err);
   scratch->bufs = calloc(n ? n : 1, sizeof(*scratch->bufs));
-  if (!scratch->bufs) return out_of_memory(err);
+  if (!scratch->bufs) return service_out_of_memory(err);
   for (size_t i = 0; i < n; i++) {
     scratch->bufs[i].name = scratch->infos[i].name;
     scratch->bufs[i].bytes = scratch->infos[i].bytes;
@@ -168,7 +168,7 @@ int service_advise(req_t *req, proto_result_t *result, service_scratch_t *scratc
   scratch->advice = malloc(sizeof(*scratch->advice));
   if (!scratch->advice ||
       advise_result(req->d->device.advise, &result->advise, scratch->advice) < 0)
-    return out_of_memory(err);
+    return service_out_of_memory(err);
   return 0;
 }
 

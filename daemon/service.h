@@ -30,6 +30,10 @@ service_serve_fn service_ping, service_status, service_metrics, service_programs
     service_buffer_list, service_advise;
 void service_scratch_free(service_scratch_t *scratch);
 
+/* The error of a request the daemon has no memory for: INTERNAL, "The
+ * daemon is out of memory.".  Returns -PTO_E_INTERNAL. */
+int service_out_of_memory(pto_error_t *err);
+
 /* The checks of a device request that need no device, before it is
  * queued (the method table's admission checks), on what req->snap holds:
  * a dispatch's program takes that many arguments and its answer fits
