@@ -44,23 +44,24 @@ static uint64_t result_bytes(proto_method_t method, const proto_result_t *result
   return n;
 }
 
+/* Room for every byte string of an answer at once: no doubling
+ * reallocations, and huge pages for a large one (srv_buffer_hint). */
+static void reserve_response(msgpack_sbuffer *sb, size_t need) {
+  char *data;
+  if (need < SRV_HUGE_BUFFER || need <= sb->alloc || (data = malloc(need)) == NULL) return;
+  srv_buffer_hint(data, need);
+  free(sb->data);
+  sb->data = data;
+  sb->size = 0;
+  sb->alloc = need;
+}
+
 /* The response, as `method`'s result (the request's own method, but for
  * buffer.read into a region, answered in buffer.write's shape). */
 static void encode_result_as(req_t *req, proto_method_t method, const proto_result_t *result) {
   pto_error_t err;
-  /* Room for every byte string at once: no doubling reallocations, and
-   * huge pages for a large answer (srv_buffer_hint). */
-  size_t need = 4096 + result_bytes(method, result);
   msgpack_sbuffer_clear(&req->response);
-  if (need >= SRV_HUGE_BUFFER && need > req->response.alloc) {
-    char *data = malloc(need);
-    if (data) {
-      srv_buffer_hint(data, need);
-      free(req->response.data);
-      req->response.data = data;
-      req->response.alloc = need;
-    }
-  }
+  reserve_response(&req->response, 4096 + result_bytes(method, result));
   if (proto_encode_response(&req->response, req->msgid, method, result) < 0) {
     pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory encoding the response.");
     encode_error(req, &err);
@@ -81,7 +82,7 @@ static void encode_result(req_t *req, const proto_result_t *result) {
  * it: large inputs beside a small output are not pinned by an answer the
  * client does not read — that output is copied. */
 static void encode_dispatch_result(req_t *req, const proto_result_t *result, uint64_t out_bytes) {
-  staging_t *st = &req->d->staging;
+  staging_t *st = &req->d->device.staging;
   if (out_bytes >= PROTO_REF_MIN && st->mem && st->bytes / 2 <= out_bytes) {
     const char *lo = st->mem;
     if (answer_encode(&req->response, &req->refs, req->msgid, PROTO_M_DISPATCH, result, lo,
@@ -98,8 +99,8 @@ static void encode_dispatch_result(req_t *req, const proto_result_t *result, uin
 /* Keep the account's view of the arena in step with the runtime's slot. */
 static void account_arena(ptod_t *d) {
   rt_cache_stats_t cs;
-  rt_cache_stats(d->rt, &cs);
-  buf_set_arena_bytes(d->buffers, cs.bytes);
+  rt_cache_stats(d->device.rt, &cs);
+  buf_set_arena_bytes(d->device.buffers, cs.bytes);
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -128,7 +129,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     else if (a->kind == PTO_ARG_OUTPUT)
       need += align_up(a->bytes ? a->bytes : 1, STAGING_ALIGN);
   }
-  rc = staging_reserve(&d->staging, need, err);
+  rc = staging_reserve(&d->device.staging, need, err);
   if (rc < 0) return rc;
 
   for (uint32_t i = 0; i < p->nargs; i++) {
@@ -140,7 +141,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     case PTO_ARG_BUFFER: {
       void *base;
       uint64_t size;
-      rc = buf_lookup(d->buffers, a->buffer, &base, &size, err);
+      rc = buf_lookup(d->device.buffers, a->buffer, &base, &size, err);
       if (rc < 0) {
         snprintf(err->key, sizeof(err->key), "args[%u]", i);
         return rc;
@@ -164,13 +165,13 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
     case PTO_ARG_INOUT:
     case PTO_ARG_OUTPUT: {
       uint64_t bytes = a->kind == PTO_ARG_OUTPUT ? a->bytes : a->data.len;
-      out->base = (char *)d->staging.mem + at;
+      out->base = (char *)d->device.staging.mem + at;
       out->base_bytes = bytes;
       out->bytes = bytes;
       if (a->kind == PTO_ARG_OUTPUT)
         memset(out->base, 0, bytes);
       else
-        dev_copy_to_device(d->dev, out->base, a->data.ptr, bytes);
+        dev_copy_to_device(d->device.dev, out->base, a->data.ptr, bytes);
       at += align_up(bytes ? bytes : 1, STAGING_ALIGN);
       break;
     }
@@ -201,193 +202,253 @@ static void observe(req_t *req, int code, const rt_arena_result_t *arena, uint64
   metrics_observe_dispatch(req->d->metrics, &o);
 }
 
-static void run_dispatch(req_t *req) {
+/* One dispatch on its way through the device: what each stage leaves for
+ * the next.  t_* are 0 for the stages it did not reach. */
+typedef struct dispatch_run {
+  pto_sizing_resolved_t sizing;
+  rt_arena_result_t arena;
+  rt_run_stats_t stats;
+  pto_arg_t *args;
+  proto_bytes_t *outputs;
+  uint64_t t_arena, t_run, t_done, out_bytes;
+  rt_trace_t *trace;
+  dfx_artefacts_t dfx;
+  bool ran;
+} dispatch_run_t;
+
+/* The program's arguments, bound in device memory (bind_args). */
+static int bind_dispatch(req_t *req, dispatch_run_t *run, pto_error_t *err) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  if (p->nargs) {
+    run->args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*run->args));
+    run->outputs = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*run->outputs));
+    if (!run->args || !run->outputs) return service_out_of_memory(err);
+  }
+  return bind_args(req->d, p, run->args, err);
+}
+
+/* The arena for the dispatch's sizing: the cached one, or built now. */
+static int get_arena(req_t *req, dispatch_run_t *run, pto_error_t *err) {
+  ptod_t *d = req->d;
+  const char *program = req->params.dispatch.program;
+  int rc;
+  run->t_arena = dsp_now_ns();
+  rc = rt_ensure_arena(d->device.rt, &run->sizing, buf_room_for_arena(d->device.buffers),
+                       &run->arena, err);
+  account_arena(d);
+  if (rc < 0) return rc;
+  advise_note_arena(d->device.advise, program, &run->sizing,
+                    prewarm_record_dispatch(&d->device.prewarm, run->arena.hit), run->arena.hit,
+                    run->arena.build_us);
+  if (!run->arena.hit) {
+    char text[256];
+    pto_sizing_format(&run->sizing, text, sizeof(text));
+    log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s').", text,
+               (unsigned long long)(run->arena.build_us / 1000u), program);
+  }
+  return 0;
+}
+
+/* The program's run, traced when the dispatch asks for DFX artefacts. */
+static int run_program(req_t *req, dispatch_run_t *run, pto_error_t *err) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  rt_run_config_t rcfg = {0};
+  int rc;
+  run->t_run = dsp_now_ns();
+  rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
+  rcfg.run_timeout_ms = req->snap.run_timeout_ms;
+  rcfg.deadlock_timeout_ms = req->snap.deadlock_timeout_ms;
+  if (dfx_trace_new(&p->config, &run->trace) < 0)
+    return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
+  rcfg.trace = run->trace;
+  rc = rt_run(req->d->device.rt, req->snap.program, run->args, p->nargs, &rcfg, &run->stats, err);
+  run->t_done = dsp_now_ns();
+  run->ran = true;
+  return rc;
+}
+
+/* What the run returns: its peaks (to the advisor and the result), and
+ * each output into the client's region or into the answer. */
+static void take_outputs(req_t *req, dispatch_run_t *run, proto_dispatch_result_t *r) {
   ptod_t *d = req->d;
   const proto_dispatch_params_t *p = &req->params.dispatch;
-  proto_result_t result;
-  proto_dispatch_result_t *r = &result.dispatch;
-  pto_sizing_resolved_t sizing;
-  const pto_program_t *prog;
-  rt_arena_result_t arena = {0};
-  rt_run_stats_t stats;
-  rt_run_config_t rcfg = {0};
-  pto_error_t err;
-  pto_arg_t *args = NULL;
-  proto_bytes_t *outputs = NULL;
-  uint64_t t_arena = 0, t_run = 0, t_done = 0, out_bytes = 0;
-  rt_trace_t *trace = NULL;
-  dfx_artefacts_t dfx = {0};
-  proto_dfx_t fail_dfx = {0};
-  bool ran = false;
-  const dfx_dir_t files = {req->diagnostics_dir, req->diagnostics_max_bytes,
-                           req->diagnostics_max_files};
-  int rc;
-
-  pto_error_clear(&err);
-  memset(&result, 0, sizeof(result));
-  d->dispatch_seq++;
-  pto_sizing_resolve(&p->config.sizing, &d->env, &req->baseline, &sizing);
-
-  prog = req->program;
-
-  if (p->nargs) {
-    args = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*args));
-    outputs = msgpack_zone_malloc(req->unpacked.zone, p->nargs * sizeof(*outputs));
-    if (!args || !outputs) {
-      rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
-      goto fail;
-    }
-  }
-  rc = bind_args(d, p, args, &err);
-  if (rc < 0) goto fail;
-
-  t_arena = dsp_now_ns();
-  rc = rt_ensure_arena(d->rt, &sizing, buf_room_for_arena(d->buffers), &arena, &err);
-  account_arena(d);
-  if (rc < 0) goto fail;
-  advise_note_arena(d->advise, p->program, &sizing, prewarm_record_dispatch(&d->prewarm, arena.hit),
-                    arena.hit, arena.build_us);
-  if (!arena.hit) {
-    char text[256];
-    pto_sizing_format(&sizing, text, sizeof(text));
-    log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s').", text,
-               (unsigned long long)(arena.build_us / 1000u), p->program);
-  }
-
-  t_run = dsp_now_ns();
-  rcfg.aicpu_thread_num = (uint32_t)p->config.aicpu_thread_num;
-  rcfg.run_timeout_ms = req->run_timeout_ms;
-  rcfg.deadlock_timeout_ms = req->deadlock_timeout_ms;
-  if (dfx_trace_new(&p->config, &trace) < 0) {
-    rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX record.");
-    goto fail;
-  }
-  rcfg.trace = trace;
-  rc = rt_run(d->rt, prog, args, p->nargs, &rcfg, &stats, &err);
-  t_done = dsp_now_ns();
-  ran = true;
-  if (rc < 0) goto fail;
-
   for (int rg = 0; rg < PTO_RING_COUNT; rg++) {
-    r->peaks.value[PTO_FIELD_TASK_WINDOW][rg] = stats.peak_tasks[rg];
-    r->peaks.value[PTO_FIELD_HEAP][rg] = stats.peak_heap[rg];
-    r->peaks.value[PTO_FIELD_DEP_POOL][rg] = stats.peak_dep_pool[rg];
+    r->peaks.value[PTO_FIELD_TASK_WINDOW][rg] = run->stats.peak_tasks[rg];
+    r->peaks.value[PTO_FIELD_HEAP][rg] = run->stats.peak_heap[rg];
+    r->peaks.value[PTO_FIELD_DEP_POOL][rg] = run->stats.peak_dep_pool[rg];
   }
-  advise_record(d->advise, p->program, &r->peaks, &sizing);
-
+  advise_record(d->device.advise, p->program, &r->peaks, &run->sizing);
   for (uint32_t i = 0; i < p->nargs; i++) {
-    bool returned = args[i].kind == PTO_ARG_INOUT || args[i].kind == PTO_ARG_OUTPUT;
+    const pto_arg_t *a = &run->args[i];
+    bool returned = a->kind == PTO_ARG_INOUT || a->kind == PTO_ARG_OUTPUT;
     if (returned && req->shm_ptr && req->shm_ptr[i]) {
       /* Into the client's region, once, as a device's DMA out would; its
        * output in the answer is nil. */
-      dev_copy_from_device(d->dev, req->shm_ptr[i], args[i].base, args[i].bytes);
+      dev_copy_from_device(d->device.dev, req->shm_ptr[i], a->base, a->bytes);
       returned = false;
     }
     /* The sim device's memory is host memory: the encoder copies the bytes
      * straight from it, once. */
-    outputs[i].ptr = returned ? args[i].base : NULL;
-    outputs[i].len = returned ? args[i].bytes : 0;
-    out_bytes += outputs[i].len;
+    run->outputs[i].ptr = returned ? a->base : NULL;
+    run->outputs[i].len = returned ? a->bytes : 0;
+    run->out_bytes += run->outputs[i].len;
   }
-  if (trace && dfx_collect(trace, &p->config, p->program, req->device_id, &files,
-                           d->dispatch_seq, out_bytes, req->output_limit, &dfx, &r->dfx) < 0) {
-    rc = pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory for the DFX artefacts.");
-    goto fail;
-  }
-  r->outputs = outputs;
+  r->outputs = run->outputs;
   r->noutputs = p->nargs;
-  r->arena.hit = arena.hit;
-  r->arena.build_us = arena.build_us;
-  r->arena.key = arena.key;
-  r->sizing = sizing;
-  r->timing_us.queue = (req->job.started_ns - req->job.admitted_ns) / 1000u;
-  r->timing_us.arena = (t_run - t_arena) / 1000u;
-  r->timing_us.run = (t_done - t_run) / 1000u;
-  r->timing_us.total = (t_done - req->job.admitted_ns) / 1000u;
-  r->tasks = stats.tasks;
-  encode_dispatch_result(req, &result, out_bytes);
-  observe(req, req->result_code, &arena, t_arena, t_run, t_done);
-  dfx_artefacts_free(&dfx);
-  rt_trace_free(trace);
-  return;
+}
 
-fail:
-  if (err.code == PTO_OK) pto_error_set(&err, -rc, "%s", pto_error_default_message(-rc));
-  log_client(LOG_INFO, "Dispatch of '%s' failed: %s: %s", p->program, pto_error_name(err.code),
-             err.message);
-  /* What the run recorded until it failed is what explains the failure. */
-  if (ran && trace)
-    (void)dfx_collect(trace, &p->config, p->program, req->device_id, &files, d->dispatch_seq, 0,
-                      req->output_limit, &dfx, &fail_dfx);
-  encode_error(req, &err);
+/* The DFX artefacts of what the run recorded (out_bytes: the outputs'
+ * share of output_limit; 0 for a failed run). */
+static int collect_dfx(req_t *req, dispatch_run_t *run, uint64_t out_bytes, proto_dfx_t *ret) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  const dfx_dir_t files = {req->snap.diagnostics_dir, req->snap.diagnostics_max_bytes,
+                           req->snap.diagnostics_max_files};
+  return dfx_collect(run->trace, &p->config, p->program, req->snap.device_id, &files,
+                     req->d->device.dispatch_seq, out_bytes, req->snap.output_limit, &run->dfx,
+                     ret);
+}
+
+/* The result's arena, sizing, timings and task count. */
+static void describe_run(const req_t *req, const dispatch_run_t *run,
+                         proto_dispatch_result_t *r) {
+  r->arena.hit = run->arena.hit;
+  r->arena.build_us = run->arena.build_us;
+  r->arena.key = run->arena.key;
+  r->sizing = run->sizing;
+  r->timing_us.queue = (req->job.started_ns - req->job.admitted_ns) / 1000u;
+  r->timing_us.arena = (run->t_run - run->t_arena) / 1000u;
+  r->timing_us.run = (run->t_done - run->t_run) / 1000u;
+  r->timing_us.total = (run->t_done - req->job.admitted_ns) / 1000u;
+  r->tasks = run->stats.tasks;
+}
+
+/* A failed dispatch's answer: the error, with what the run recorded until
+ * it failed where it ran traced (that is what explains the failure). */
+static void answer_failure(req_t *req, dispatch_run_t *run, int rc, pto_error_t *err) {
+  const char *program = req->params.dispatch.program;
+  proto_dfx_t fail_dfx = {0};
+  if (err->code == PTO_OK) pto_error_set(err, -rc, "%s", pto_error_default_message(-rc));
+  log_client(LOG_INFO, "Dispatch of '%s' failed: %s: %s", program, pto_error_name(err->code),
+             err->message);
+  if (run->ran && run->trace) (void)collect_dfx(req, run, 0, &fail_dfx);
+  encode_error(req, err);
   if (proto_dfx_present(&fail_dfx)) {
     msgpack_sbuffer_clear(&req->response);
-    if (proto_encode_error_response_dfx(&req->response, req->msgid, &err, &fail_dfx) < 0)
-      encode_error(req, &err);
+    if (proto_encode_error_response_dfx(&req->response, req->msgid, err, &fail_dfx) < 0)
+      encode_error(req, err);
   }
-  observe(req, err.code, &arena, t_arena, t_run, t_done);
-  dfx_artefacts_free(&dfx);
-  rt_trace_free(trace);
+}
+
+void jobs_dispatch(req_t *req) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  proto_result_t result;
+  proto_dispatch_result_t *r = &result.dispatch;
+  dispatch_run_t run;
+  pto_error_t err;
+  int rc;
+
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  memset(&run, 0, sizeof(run));
+  req->d->device.dispatch_seq++;
+  pto_sizing_resolve(&p->config.sizing, &req->d->device.env, &req->snap.baseline, &run.sizing);
+  rc = bind_dispatch(req, &run, &err);
+  if (rc == 0) rc = get_arena(req, &run, &err);
+  if (rc == 0) rc = run_program(req, &run, &err);
+  if (rc == 0) {
+    take_outputs(req, &run, r);
+    if (run.trace && collect_dfx(req, &run, run.out_bytes, &r->dfx) < 0)
+      rc = pto_error_set(&err, PTO_E_INTERNAL,
+                         "The daemon is out of memory for the DFX artefacts.");
+  }
+  if (rc == 0) {
+    describe_run(req, &run, r);
+    encode_dispatch_result(req, &result, run.out_bytes);
+    observe(req, req->result_code, &run.arena, run.t_arena, run.t_run, run.t_done);
+  } else {
+    answer_failure(req, &run, rc, &err);
+    observe(req, err.code, &run.arena, run.t_arena, run.t_run, run.t_done);
+  }
+  dfx_artefacts_free(&run.dfx);
+  rt_trace_free(run.trace);
 }
 
 /* ---- buffers and prewarm ------------------------------------------------- */
 
-static void run_buffer(req_t *req) {
-  ptod_t *d = req->d;
+/* A buffer job's end: its error, or its result in its method's shape. */
+static void encode_outcome(req_t *req, int rc, const pto_error_t *err,
+                           const proto_result_t *result) {
+  if (rc < 0)
+    encode_error(req, err);
+  else
+    encode_result(req, result);
+}
+
+void jobs_buffer_alloc(req_t *req) {
+  const proto_buffer_alloc_params_t *p = &req->params.buffer_alloc;
   proto_result_t result;
   pto_error_t err;
-  int rc = 0;
-
+  int rc;
   pto_error_clear(&err);
   memset(&result, 0, sizeof(result));
-  switch (req->method) {
-  case PROTO_M_BUFFER_ALLOC: {
-    const proto_buffer_alloc_params_t *p = &req->params.buffer_alloc;
-    rc = buf_alloc(d->buffers, p->name, p->bytes, p->init.ptr, &err);
-    result.buffer_alloc.name = p->name;
-    result.buffer_alloc.bytes = p->bytes;
-    break;
+  rc = buf_alloc(req->d->device.buffers, p->name, p->bytes, p->init.ptr, &err);
+  result.buffer_alloc.name = p->name;
+  result.buffer_alloc.bytes = p->bytes;
+  encode_outcome(req, rc, &err, &result);
+}
+
+void jobs_buffer_write(req_t *req) {
+  const proto_buffer_write_params_t *p = &req->params.buffer_write;
+  proto_result_t result;
+  pto_error_t err;
+  int rc;
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  rc = buf_write(req->d->device.buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
+  result.buffer_write.bytes = p->data.len;
+  encode_outcome(req, rc, &err, &result);
+}
+
+void jobs_buffer_read(req_t *req) {
+  ptod_t *d = req->d;
+  const proto_buffer_read_params_t *p = &req->params.buffer_read;
+  proto_result_t result;
+  pto_error_t err;
+  const void *data = NULL;
+  uint64_t bytes = p->bytes;
+  int rc;
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  rc = buf_read(d->device.buffers, p->name, p->offset, &bytes, &data, &err);
+  if (rc == 0 && p->shm) {
+    /* Into the client's region; the answer is {bytes}, buffer.write's shape. */
+    dev_copy_from_device(d->device.dev, req->shm_ptr[0], data, bytes);
+    result.buffer_write.bytes = bytes;
+    encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
+    return;
   }
-  case PROTO_M_BUFFER_WRITE: {
-    const proto_buffer_write_params_t *p = &req->params.buffer_write;
-    rc = buf_write(d->buffers, p->name, p->offset, p->data.ptr, p->data.len, &err);
-    result.buffer_write.bytes = p->data.len;
-    break;
+  if (rc == 0) rc = service_check_read(p->name, bytes, req->snap.output_limit, &err);
+  if (rc == 0 && bytes > MAX_BIN) {
+    rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
+                       "Reading %llu bytes of buffer '%s' at once is more than one message can "
+                       "carry (%llu bytes); read it in parts with offset and bytes.",
+                       (unsigned long long)bytes, p->name, (unsigned long long)MAX_BIN);
+    snprintf(err.key, sizeof(err.key), "bytes");
   }
-  case PROTO_M_BUFFER_READ: {
-    const proto_buffer_read_params_t *p = &req->params.buffer_read;
-    const void *data = NULL;
-    uint64_t bytes = p->bytes;
-    rc = buf_read(d->buffers, p->name, p->offset, &bytes, &data, &err);
-    if (rc == 0 && p->shm) {
-      /* Into the client's region; the answer is {bytes}, buffer.write's shape. */
-      dev_copy_from_device(d->dev, req->shm_ptr[0], data, bytes);
-      result.buffer_write.bytes = bytes;
-      encode_result_as(req, PROTO_M_BUFFER_WRITE, &result);
-      return;
-    }
-    if (rc == 0) rc = service_check_read(p->name, bytes, req->output_limit, &err);
-    if (rc == 0 && bytes > MAX_BIN) {
-      rc = pto_error_set(&err, PTO_E_INVALID_REQUEST,
-                         "Reading %llu bytes of buffer '%s' at once is more than one message can "
-                         "carry (%llu bytes); read it in parts with offset and bytes.",
-                         (unsigned long long)bytes, p->name, (unsigned long long)MAX_BIN);
-      snprintf(err.key, sizeof(err.key), "bytes");
-    }
-    result.buffer_read.ptr = data;
-    result.buffer_read.len = bytes;
-    break;
-  }
-  case PROTO_M_BUFFER_FREE:
-    rc = buf_free(d->buffers, req->params.buffer_free.name, &result.buffer_free.bytes, &err);
-    break;
-  default:
-    rc = pto_error_set(&err, PTO_E_INTERNAL, "Not a buffer method.");
-  }
-  if (rc < 0)
-    encode_error(req, &err);
-  else
-    encode_result(req, &result);
+  result.buffer_read.ptr = data;
+  result.buffer_read.len = bytes;
+  encode_outcome(req, rc, &err, &result);
+}
+
+void jobs_buffer_free(req_t *req) {
+  proto_result_t result;
+  pto_error_t err;
+  int rc;
+  pto_error_clear(&err);
+  memset(&result, 0, sizeof(result));
+  rc = buf_free(req->d->device.buffers, req->params.buffer_free.name, &result.buffer_free.bytes,
+                &err);
+  encode_outcome(req, rc, &err, &result);
 }
 
 /* The warm-up run of a prewarm: one empty task through the runtime, and a
@@ -437,7 +498,7 @@ static void warm_up(ptod_t *d, const pto_sizing_resolved_t *sizing) {
   rt_run_stats_t stats;
   pto_error_t err;
   memset(&result, 0, sizeof(result));
-  if (rt_run(d->rt, &warm_program, NULL, 0, NULL, &stats, &err) < 0) return;
+  if (rt_run(d->device.rt, &warm_program, NULL, 0, NULL, &stats, &err) < 0) return;
   result.dispatch.sizing = *sizing;
   result.dispatch.tasks = stats.tasks;
   msgpack_sbuffer_init(&sb);
@@ -455,12 +516,12 @@ static void ignore_program(void *data, const char *name, const pto_program_t *pr
 
 int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,
                  pto_error_t *err) {
-  int rc = rt_prewarm_arena(d->rt, sizing, buf_room_for_arena(d->buffers), ret, err);
+  int rc = rt_prewarm_arena(d->device.rt, sizing, buf_room_for_arena(d->device.buffers), ret, err);
   account_arena(d);
-  if (rc == 0) prewarm_record_set(&d->prewarm, sizing);
+  if (rc == 0) prewarm_record_set(&d->device.prewarm, sizing);
   /* Load the programs now too: a first dispatch would otherwise pay the
    * dlopen of its program (about half a millisecond) on top of the run. */
-  (void)rt_programs_foreach(d->rt, ignore_program, NULL);
+  (void)rt_programs_foreach(d->device.rt, ignore_program, NULL);
   if (rc == 0) {
     prefault_code();
     warm_up(d, sizing);
@@ -468,7 +529,7 @@ int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result
   return rc;
 }
 
-static void run_prewarm(req_t *req) {
+void jobs_prewarm_request(req_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
   pto_sizing_resolved_t sizing;
@@ -476,21 +537,13 @@ static void run_prewarm(req_t *req) {
   pto_error_t err;
 
   pto_error_clear(&err);
-  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->env, &req->baseline, &sizing);
+  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->device.env, &req->snap.baseline,
+                     &sizing);
   if (jobs_prewarm(d, &sizing, &arena, &err) < 0) {
     encode_error(req, &err);
     return;
   }
   memset(&result, 0, sizeof(result));
-  prewarm_arena_snapshot(&d->prewarm, d->rt, &result.prewarm);
+  prewarm_arena_snapshot(&d->device.prewarm, d->device.rt, &result.prewarm);
   encode_result(req, &result);
-}
-
-void jobs_run(dsp_job_t *job) {
-  req_t *req = (req_t *)job;
-  switch (req->method) {
-  case PROTO_M_DISPATCH: run_dispatch(req); break;
-  case PROTO_M_PREWARM: run_prewarm(req); break;
-  default: run_buffer(req); break;
-  }
 }

@@ -9,8 +9,16 @@
 #include "ptod.h"
 #include "runtime.h"
 
-/* Device thread: run the request (a req_t) and encode its response. */
-void jobs_run(dsp_job_t *job);
+typedef struct req req_t;
+
+/* The device methods (the method table's device handlers), on the device
+ * thread: run the request and encode its response. */
+void jobs_dispatch(req_t *req);
+void jobs_buffer_alloc(req_t *req);
+void jobs_buffer_write(req_t *req);
+void jobs_buffer_read(req_t *req);
+void jobs_buffer_free(req_t *req);
+void jobs_prewarm_request(req_t *req);
 
 /* Build the arena for `sizing` and record it as the prewarmed one (device
  * thread, or start-up before the device thread has work). */

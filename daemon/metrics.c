@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ typedef struct program_counts {
 
 struct metrics {
   pthread_mutex_t lock;
+  /* The totals: atomic, so the loop's count of each request takes no lock. */
+  atomic_uint_fast64_t requests, dispatches[O_COUNT];
   uint64_t errors[MAX_CODE];
   histogram_t hist[H_COUNT];
   program_counts_t programs[METRICS_MAX_PROGRAMS + 1]; /* the last: "_other" */
@@ -119,6 +122,24 @@ void metrics_count_rejected(metrics_t *m, const char *program) {
   pthread_mutex_lock(&m->lock);
   program_of(m, program)->n[O_REJECTED]++;
   pthread_mutex_unlock(&m->lock);
+  metrics_count_dispatch(m, METRICS_REJECTED);
+}
+
+void metrics_count_request(metrics_t *m) {
+  atomic_fetch_add_explicit(&m->requests, 1, memory_order_relaxed);
+}
+
+void metrics_count_dispatch(metrics_t *m, metrics_outcome_t outcome) {
+  static const int slot[] = {[METRICS_OK] = O_OK, [METRICS_FAILED] = O_FAILED,
+                             [METRICS_REJECTED] = O_REJECTED};
+  atomic_fetch_add_explicit(&m->dispatches[slot[outcome]], 1, memory_order_relaxed);
+}
+
+void metrics_totals(metrics_t *m, metrics_totals_t *t) {
+  t->requests = atomic_load(&m->requests);
+  t->dispatches_ok = atomic_load(&m->dispatches[O_OK]);
+  t->dispatches_failed = atomic_load(&m->dispatches[O_FAILED]);
+  t->dispatches_rejected = atomic_load(&m->dispatches[O_REJECTED]);
 }
 
 void metrics_snapshot_init(metrics_snapshot_t *s) {
@@ -168,11 +189,11 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
   for (int i = 0; i < s->nstates; i++)
     tb_put(t, "ptod_state{state=\"%s\"} %d\n", s->state_names[i], s->state == i);
   one(t, "ptod_clients", "gauge", "Connected clients.", s->clients);
-  one(t, "ptod_requests_total", "counter", "Requests received, every method.", s->requests);
+  one(t, "ptod_requests_total", "counter", "Requests received, every method.", s->totals.requests);
   head(t, "ptod_dispatches_total", "counter", "Dispatches answered, by outcome.");
-  tb_put(t, "ptod_dispatches_total{outcome=\"ok\"} %" PRIu64 "\n", s->dispatches_ok);
-  tb_put(t, "ptod_dispatches_total{outcome=\"failed\"} %" PRIu64 "\n", s->dispatches_failed);
-  tb_put(t, "ptod_dispatches_total{outcome=\"rejected\"} %" PRIu64 "\n", s->dispatches_rejected);
+  tb_put(t, "ptod_dispatches_total{outcome=\"ok\"} %" PRIu64 "\n", s->totals.dispatches_ok);
+  tb_put(t, "ptod_dispatches_total{outcome=\"failed\"} %" PRIu64 "\n", s->totals.dispatches_failed);
+  tb_put(t, "ptod_dispatches_total{outcome=\"rejected\"} %" PRIu64 "\n", s->totals.dispatches_rejected);
   one(t, "ptod_pending_requests", "gauge",
       "Device requests admitted and not answered yet: waiting plus running (Triton: pending "
       "requests).",

@@ -52,8 +52,23 @@ typedef struct metrics_dispatch {
 } metrics_dispatch_t;
 void metrics_observe_dispatch(metrics_t *m, const metrics_dispatch_t *obs);
 
-/* A dispatch answered without running (BUSY, DEADLINE_EXCEEDED, ...). */
+/* A dispatch answered without running (BUSY, DEADLINE_EXCEEDED, ...):
+ * under its program and in the rejected total. */
 void metrics_count_rejected(metrics_t *m, const char *program);
+
+/* The totals (ptod_requests_total, ptod_dispatches_total{outcome}), as
+ * `status` and the exposition show them: each request as it is read, each
+ * dispatch as its answer goes out (ok or failed when it ran; rejected when
+ * it did not, which metrics_count_rejected counts too, or when its client
+ * went away before it ran). */
+typedef enum metrics_outcome { METRICS_OK, METRICS_FAILED, METRICS_REJECTED } metrics_outcome_t;
+void metrics_count_request(metrics_t *m);
+void metrics_count_dispatch(metrics_t *m, metrics_outcome_t outcome);
+
+typedef struct metrics_totals {
+  uint64_t requests, dispatches_ok, dispatches_failed, dispatches_rejected;
+} metrics_totals_t;
+void metrics_totals(metrics_t *m, metrics_totals_t *t);
 
 /* What the exposition shows besides metrics' own counters. */
 typedef struct metrics_snapshot {
@@ -61,8 +76,8 @@ typedef struct metrics_snapshot {
   uint32_t device;
   const char *const *state_names; /* nstates names; state indexes them */
   int nstates, state;
-  uint64_t uptime_s, clients, requests;
-  uint64_t dispatches_ok, dispatches_failed, dispatches_rejected;
+  uint64_t uptime_s, clients;
+  metrics_totals_t totals; /* metrics_totals */
   uint64_t queue_depth, queue_capacity, queue_running;
   uint64_t arena_builds, arena_hits, arena_misses, arena_build_us_total, arena_bytes;
   int prewarm_first_dispatch_hit; /* -1: no dispatch yet, else 0 or 1 */

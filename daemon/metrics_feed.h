@@ -20,12 +20,12 @@ typedef struct metrics_feed metrics_feed_t;
  * memory. */
 char *metrics_feed_text(ptod_t *d, size_t *ret_len);
 
-/* Start what [metrics] asks for (nothing by default) into d->feed.
- * Returns 0, or the error of the endpoint that could not start (err says
- * which and why). */
-int metrics_feed_start(ptod_t *d, pto_error_t *err);
+/* Start what [metrics] asks for (nothing by default): the feed, which
+ * ptod.c keeps in d->feed, or NULL with the error of the endpoint that
+ * could not start (err says which and why; nothing is left running). */
+metrics_feed_t *metrics_feed_start(ptod_t *d, pto_error_t *err);
 
-/* Stop serving, write the textfile a last time.  Safe when not started. */
-void metrics_feed_stop(ptod_t *d);
+/* Stop serving, write the textfile a last time.  NULL accepted. */
+void metrics_feed_stop(metrics_feed_t *f);
 
 #endif

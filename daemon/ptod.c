@@ -32,7 +32,7 @@
 #define DRAIN_POLL_MS 10
 
 typedef struct life {
-  ptod_t d;
+  ptod_t *d;
   uv_loop_t loop;
   uv_signal_t sig_term, sig_int, sig_hup;
   uv_timer_t watchdog, drain_poll;
@@ -50,36 +50,13 @@ typedef struct prewarm_job {
   rt_arena_result_t arena;
 } prewarm_job_t;
 
-static void srv_options_from(const cfg_t *cfg, srv_options_t *o) {
-  memset(o, 0, sizeof(*o));
-  o->socket_path = cfg->daemon.socket;
-  o->socket_mode = cfg->daemon.socket_mode;
-  o->socket_gid = cfg->daemon.socket_group.gid == CFG_NO_GID ? (gid_t)-1
-                                                             : (gid_t)cfg->daemon.socket_group.gid;
-  o->n_allowed_uids = cfg->daemon.allowed_uids.count;
-  for (uint32_t i = 0; i < cfg->daemon.allowed_uids.count; i++)
-    o->allowed_uids[i] = cfg->daemon.allowed_uids.id[i];
-  o->n_allowed_gids = cfg->daemon.allowed_gids.count;
-  for (uint32_t i = 0; i < cfg->daemon.allowed_gids.count; i++)
-    o->allowed_gids[i] = cfg->daemon.allowed_gids.id[i];
-  o->max_clients = cfg->daemon.max_clients;
-  o->max_message = cfg->daemon.max_message;
-  o->max_objects = cfg->daemon.max_objects;
-  o->max_pending = cfg->daemon.max_pending;
-  o->input_limit = cfg->daemon.input_limit;
-  o->clients_memory = cfg->daemon.clients_memory;
-  o->client_timeout_ms = cfg->daemon.client_timeout_ms;
-  o->idle_timeout_ms = cfg->daemon.idle_timeout_ms;
-  o->output_limit = cfg->daemon.output_limit;
-}
-
 static void notify_ready_status(life_t *life) {
   char sizing[256];
   pto_sizing_resolved_t prewarmed;
-  prewarm_record_sizing(&life->d.prewarm, &prewarmed);
+  prewarm_record_sizing(&life->d->device.prewarm, &prewarmed);
   pto_sizing_format(&prewarmed, sizing, sizeof(sizing));
-  notify_sendf("READY=1\nSTATUS=Serving device %u on '%s'; prewarmed %s", life->d.cfg.device.id,
-               srv_socket_path(life->d.srv), sizing);
+  notify_sendf("READY=1\nSTATUS=Serving device %u on '%s'; prewarmed %s",
+               life->d->loop.cfg.device.id, srv_socket_path(life->d->loop.srv), sizing);
 }
 
 /* ---- shut-down ----------------------------------------------------------- */
@@ -91,11 +68,12 @@ static void close_handle(uv_handle_t *h) {
 /* Everything on the loop goes; uv_run then returns. */
 static void finish(life_t *life) {
   uv_timer_stop(&life->drain_poll);
-  metrics_feed_stop(&life->d);
-  srv_close(life->d.srv);
-  life->d.srv = NULL;
-  dsp_destroy(life->d.dsp);
-  life->d.dsp = NULL;
+  metrics_feed_stop(life->d->loop.feed);
+  life->d->loop.feed = NULL;
+  srv_close(life->d->loop.srv);
+  life->d->loop.srv = NULL;
+  dsp_destroy(life->d->loop.dsp);
+  life->d->loop.dsp = NULL;
   close_handle((uv_handle_t *)&life->sig_term);
   close_handle((uv_handle_t *)&life->sig_int);
   close_handle((uv_handle_t *)&life->sig_hup);
@@ -105,32 +83,32 @@ static void finish(life_t *life) {
 
 static void on_drain_poll(uv_timer_t *t) {
   life_t *life = t->data;
-  if (dsp_idle(life->d.dsp)) {
+  if (dsp_idle(life->d->loop.dsp)) {
     log_notice("Drained; exiting.");
     finish(life);
     return;
   }
   if (dsp_now_ns() > life->drain_deadline_ns) {
     log_err("A dispatch is still running after drain_timeout = %llu ms; exiting without it.",
-            (unsigned long long)life->d.cfg.daemon.drain_timeout_ms);
+            (unsigned long long)life->d->loop.cfg.daemon.drain_timeout_ms);
     notify_send("STATUS=Exited with a dispatch still running (drain_timeout)");
     _exit(1);
   }
 }
 
 static void begin_drain(life_t *life, int signum) {
-  if (atomic_load(&life->d.state) == PTOD_DRAINING) {
+  if (atomic_load(&life->d->state) == PTOD_DRAINING) {
     log_warning("Second %s while draining; exiting at once.", strsignal(signum));
     _exit(1);
   }
   log_notice("Received %s: draining (queued requests are answered SHUTTING_DOWN, the running one "
              "may take up to %llu ms).",
-             strsignal(signum), (unsigned long long)life->d.cfg.daemon.drain_timeout_ms);
-  atomic_store(&life->d.state, PTOD_DRAINING);
+             strsignal(signum), (unsigned long long)life->d->loop.cfg.daemon.drain_timeout_ms);
+  atomic_store(&life->d->state, PTOD_DRAINING);
   notify_send("STOPPING=1\nSTATUS=Draining");
-  srv_stop_accepting(life->d.srv);
-  dsp_drain(life->d.dsp);
-  life->drain_deadline_ns = dsp_now_ns() + life->d.cfg.daemon.drain_timeout_ms * 1000000u;
+  srv_stop_accepting(life->d->loop.srv);
+  dsp_drain(life->d->loop.dsp);
+  life->drain_deadline_ns = dsp_now_ns() + life->d->loop.cfg.daemon.drain_timeout_ms * 1000000u;
   uv_timer_start(&life->drain_poll, on_drain_poll, 0, DRAIN_POLL_MS);
 }
 
@@ -141,7 +119,7 @@ static void on_stop_signal(uv_signal_t *sig, int signum) { begin_drain(sig->data
 static void prewarm_job_run(dsp_job_t *job) {
   prewarm_job_t *pj = (prewarm_job_t *)job;
   pto_error_clear(&pj->err);
-  pj->rc = jobs_prewarm(&pj->life->d, &pj->sizing, &pj->arena, &pj->err);
+  pj->rc = jobs_prewarm(pj->life->d, &pj->sizing, &pj->arena, &pj->err);
 }
 
 static void prewarm_job_complete(dsp_job_t *job) {
@@ -156,8 +134,8 @@ static void prewarm_job_complete(dsp_job_t *job) {
   else
     log_notice("Prewarmed %s after reload in %llu ms.", text,
                (unsigned long long)(pj->arena.build_us / 1000u));
-  if (atomic_load(&life->d.state) != PTOD_DRAINING) {
-    atomic_store(&life->d.state, PTOD_READY);
+  if (atomic_load(&life->d->state) != PTOD_DRAINING) {
+    atomic_store(&life->d->state, PTOD_READY);
     notify_ready_status(life);
   }
   life->reloading = false;
@@ -168,19 +146,21 @@ static void prewarm_job_complete(dsp_job_t *job) {
 
 static void apply_server(life_t *life) {
   srv_options_t so;
-  srv_options_from(&life->d.cfg, &so);
-  srv_update_options(life->d.srv, &so);
+  ptod_server_options(&life->d->loop.cfg, &so);
+  srv_update_options(life->d->loop.srv, &so);
 }
 
-static void apply_log_level(life_t *life) { log_set_level(life->d.cfg.daemon.log_level); }
+static void apply_log_level(life_t *life) { log_set_level(life->d->loop.cfg.daemon.log_level); }
 
-static void apply_spin(life_t *life) { dsp_set_spin_us(life->d.dsp, life->d.cfg.daemon.spin_us); }
+static void apply_spin(life_t *life) {
+  dsp_set_spin_us(life->d->loop.dsp, life->d->loop.cfg.daemon.spin_us);
+}
 
 static void apply_queue(life_t *life) {
-  dsp_set_capacity(life->d.dsp, req_queue_capacity(&life->d.cfg));
+  dsp_set_capacity(life->d->loop.dsp, ptod_queue_capacity(&life->d->loop.cfg));
 }
 
-/* Read from d->cfg where it is used: as each request is admitted (queue,
+/* Read from d->loop.cfg where it is used: as each request is admitted (queue,
  * ring baseline, device timeouts, diagnostics), at the next drain, or by
  * the prewarm comparison in reload(). */
 static void apply_where_used(life_t *life) { (void)life; }
@@ -195,14 +175,14 @@ static void (*const appliers[CFG_APPLY_COUNT])(life_t *life) = {
 /* Take the merged configuration, then run the applier of each class whose
  * keys changed, once. */
 static void apply_live_keys(life_t *life, const cfg_t *merged) {
-  unsigned changed = cfg_live_changes(&life->d.cfg, merged);
-  life->d.cfg = *merged;
+  unsigned changed = cfg_live_changes(&life->d->loop.cfg, merged);
+  life->d->loop.cfg = *merged;
   for (unsigned a = 0; a < CFG_APPLY_COUNT; a++)
     if ((changed & (1u << a)) && appliers[a]) appliers[a](life);
 }
 
 static void reload(life_t *life) {
-  ptod_t *d = &life->d;
+  ptod_t *d = life->d;
   cfg_t loaded, merged;
   pto_sizing_resolved_t old_prewarm, new_prewarm;
   pto_error_t err;
@@ -214,14 +194,15 @@ static void reload(life_t *life) {
     return;
   }
   notify_reloading();
-  log_notice("Received SIGHUP: reloading '%s'.", d->config_path ? d->config_path : "(built-in defaults)");
+  log_notice("Received SIGHUP: reloading '%s'.",
+             d->loop.config_path ? d->loop.config_path : "(built-in defaults)");
   pto_error_clear(&err);
-  if (cfg_load(d->config_path, &loaded, &err) < 0) {
+  if (cfg_load(d->loop.config_path, &loaded, &err) < 0) {
     log_err("Reload failed, keeping the running configuration: %s", err.message);
     notify_ready_status(life);
     return;
   }
-  changed = cfg_diff(&d->cfg, &loaded, report, sizeof(report));
+  changed = cfg_diff(&d->loop.cfg, &loaded, report, sizeof(report));
   if (!changed) {
     log_notice("Reload: nothing changed.");
     notify_ready_status(life);
@@ -236,10 +217,10 @@ static void reload(life_t *life) {
   if (changed & CFG_CHANGED_RESTART)
     log_warning("Reload: some changed keys need a restart; they keep their running values.");
 
-  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &old_prewarm);
-  cfg_merge_live(&d->cfg, &loaded, &merged);
+  cfg_resolve_sizings(&d->loop.cfg, &d->device.env, NULL, &old_prewarm);
+  cfg_merge_live(&d->loop.cfg, &loaded, &merged);
   apply_live_keys(life, &merged);
-  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &new_prewarm);
+  cfg_resolve_sizings(&d->loop.cfg, &d->device.env, NULL, &new_prewarm);
 
   if (!pto_sizing_equal(&old_prewarm, &new_prewarm)) {
     prewarm_job_t *pj = calloc(1, sizeof(*pj));
@@ -248,7 +229,7 @@ static void reload(life_t *life) {
       pj->sizing = new_prewarm;
       pj->job.run = prewarm_job_run;
       pj->job.complete = prewarm_job_complete;
-      if (dsp_submit_internal(d->dsp, &pj->job) == 0) {
+      if (dsp_submit_internal(d->loop.dsp, &pj->job) == 0) {
         /* READY=1 follows once the device has built it. */
         life->reloading = true;
         atomic_store(&d->state, PTOD_WARMING);
@@ -274,33 +255,6 @@ static void on_watchdog(uv_timer_t *t) {
 }
 
 /* ---- start-up -------------------------------------------------------------- */
-
-int ptod_open_device(ptod_t *d, pto_error_t *err) {
-  dev_options_t dopts = {.cores = d->cfg.device.cores};
-  rt_options_t ropts = {0};
-  int rc;
-
-  rc = dev_open(d->cfg.device.platform, &dopts, &d->dev, err);
-  if (rc < 0) return rc;
-  ropts.device = d->dev;
-  ropts.programs_dir = d->cfg.device.programs;
-  ropts.cores = d->cfg.device.cores;
-  ropts.aicpu_thread_num = d->cfg.device.aicpu_thread_num;
-  ropts.deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
-  ropts.run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
-  rc = rt_create(&ropts, &d->rt, err);
-  if (rc < 0) return rc;
-  if (access(d->cfg.device.programs, R_OK | X_OK) < 0)
-    log_warning("The programs directory '%s' cannot be read: %s; no program can be dispatched "
-                "until it can. Set [device] programs to the directory holding the NAME.so "
-                "programs.",
-                d->cfg.device.programs, strerror(errno));
-  if (buf_table_create(d->dev, d->cfg.device.memory, &d->buffers) < 0 ||
-      advise_create(&d->advise) < 0 || metrics_create(&d->metrics) < 0)
-    return pto_error_set(err, PTO_E_INTERNAL, "Out of memory.");
-  staging_init(&d->staging, d->dev, d->buffers);
-  return 0;
-}
 
 /* fds the daemon opens for itself (logs, device, programs, metrics), on
  * top of one per client and SRV_MAX_FDS passed fds each. */
@@ -334,16 +288,16 @@ static void raise_fd_limit(const cfg_t *cfg) {
 }
 
 static int prewarm(life_t *life, pto_error_t *err) {
-  ptod_t *d = &life->d;
+  ptod_t *d = life->d;
   pto_sizing_resolved_t sizing;
   rt_arena_result_t arena;
   char text[256];
   uint64_t bytes;
   int rc;
 
-  cfg_resolve_sizings(&d->cfg, &d->env, NULL, &sizing);
+  cfg_resolve_sizings(&d->loop.cfg, &d->device.env, NULL, &sizing);
   pto_sizing_format(&sizing, text, sizeof(text));
-  bytes = rt_arena_bytes(d->rt, &sizing);
+  bytes = rt_arena_bytes(d->device.rt, &sizing);
   notify_sendf("STATUS=Prewarming the arena (%llu MiB): %s\nEXTEND_TIMEOUT_USEC=%llu",
                (unsigned long long)(bytes >> 20), text, 120ull * 1000000u);
   log_info("Prewarming the arena for %s (%llu bytes).", text, (unsigned long long)bytes);
@@ -355,109 +309,10 @@ static int prewarm(life_t *life, pto_error_t *err) {
   return 0;
 }
 
-void ptod_close_device(ptod_t *d) {
-  staging_release(&d->staging);
-  rt_destroy(d->rt);
-  buf_table_free(d->buffers);
-  advise_free(d->advise);
-  metrics_free(d->metrics);
-  dev_close(d->dev);
-}
-
-int ptod_run(const char *config_path) {
-  life_t *life = calloc(1, sizeof(*life));
-  ptod_t *d;
-  pto_error_t err;
-  srv_options_t so;
-  srv_handlers_t handlers;
-  uint64_t watchdog_usec;
-  int rc, exit_code = 1;
-
-  if (!life) return 1;
-  /* Messages and answers of up to max_message come and go: keep the large
-   * ones out of the heap (glibc's threshold would otherwise grow to 32 MiB
-   * and keep them resident after they are freed).  Fixing that threshold
-   * also fixes the trim threshold at its 128 KiB default, and answers are
-   * allocated on the device thread (its own arena) and freed on the loop:
-   * the arena then gave its top back with madvise and faulted it in again
-   * every few answers (~950 madvise calls a second, 16 pipelining clients).
-   * Keep up to 8 MiB of free top per arena instead. */
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_TRIM_THRESHOLD, 8 << 20);
-  d = &life->d;
-  d->config_path = config_path;
-  d->started_ns = dsp_now_ns();
-  prewarm_record_init(&d->prewarm);
-  pto_error_clear(&err);
-
-  /* 1. configuration: the file and the PTO2_RING_* environment. */
-  if (cfg_load(config_path, &d->cfg, &err) < 0 || pto_sizing_from_environ(&d->env, &err) < 0) {
-    log_err("%s", err.message);
-    notify_sendf("STATUS=Invalid configuration\nERRNO=22");
-    free(life);
-    return PTOD_EXIT_CONFIG;
-  }
-  log_set_level(d->cfg.daemon.log_level);
-  log_info("ptod %s starting on device %u (%s), config %s.", PTO_VERSION, d->cfg.device.id,
-           d->cfg.device.platform, config_path ? config_path : "built-in defaults");
-  signal(SIGPIPE, SIG_IGN);
-  raise_fd_limit(&d->cfg);
-
-  /* 2. device and runtime. */
-  rc = ptod_open_device(d, &err);
-  if (rc < 0) {
-    log_err("Failed to start device %u: %s", d->cfg.device.id, err.message);
-    exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
-    goto out_device;
-  }
-  uv_loop_init(&life->loop);
-  d->loop = &life->loop;
-  if (dsp_create(&life->loop, req_queue_capacity(&d->cfg), &d->dsp) < 0) {
-    log_err("Failed to start the device thread.");
-    goto out_dsp;
-  }
-  dsp_set_spin_us(d->dsp, d->cfg.daemon.spin_us);
-
-  /* 3. the socket, before the long prewarm: a path that is unsafe or that a
-   * live daemon serves fails now, in milliseconds.  Until 5. connections
-   * wait in the listen backlog. */
-  srv_options_from(&d->cfg, &so);
-  handlers = req_handlers(d);
-  rc = srv_create(&life->loop, &so, &handlers, &d->srv, &err);
-  if (rc < 0) {
-    log_err("%s", err.message);
-    notify_sendf("STATUS=%s", err.message);
-    d->srv = NULL;
-    goto out_dsp;
-  }
-
-  /* 4. prewarm, before anyone is served. */
-  atomic_store(&d->state, PTOD_WARMING);
-  rc = prewarm(life, &err);
-  if (rc < 0) {
-    log_err("Failed to prewarm the arena: %s", err.message);
-    notify_sendf("STATUS=Prewarm failed: %s", err.message);
-    exit_code = rc == -PTO_E_INVALID_CONFIG || rc == -PTO_E_OUT_OF_MEMORY ? PTOD_EXIT_CONFIG : 1;
-    goto out_srv;
-  }
-
-  /* 5. accept. */
-  if (srv_listen(d->srv, &err) < 0) {
-    log_err("%s", err.message);
-    notify_sendf("STATUS=%s", err.message);
-    goto out_srv;
-  }
-  log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->srv), srv_socket_origin(d->srv));
-  rc = metrics_feed_start(d, &err);
-  if (rc < 0) {
-    log_err("%s", err.message);
-    metrics_feed_stop(d);
-    srv_close(d->srv);
-    d->srv = NULL;
-    exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
-    goto out_dsp;
-  }
-
+/* Signals (SIGTERM and SIGINT drain, SIGHUP reloads) and the systemd
+ * watchdog, on the loop. */
+static void watch_signals(life_t *life) {
+  uint64_t watchdog_usec = notify_watchdog_usec();
   uv_signal_init(&life->loop, &life->sig_term);
   uv_signal_init(&life->loop, &life->sig_int);
   uv_signal_init(&life->loop, &life->sig_hup);
@@ -468,32 +323,98 @@ int ptod_run(const char *config_path) {
   uv_timer_init(&life->loop, &life->watchdog);
   uv_timer_init(&life->loop, &life->drain_poll);
   life->drain_poll.data = life;
-  watchdog_usec = notify_watchdog_usec();
   if (watchdog_usec) {
     uint64_t every_ms = watchdog_usec / 2000u ? watchdog_usec / 2000u : 1;
     uv_timer_start(&life->watchdog, on_watchdog, every_ms, every_ms);
     log_info("Watchdog: pinging systemd every %llu ms.", (unsigned long long)every_ms);
   }
+}
+
+/* Start-up steps 4 to 6 on the made daemon (ptod_create did 2 and 3),
+ * then serve until drained.  Returns the exit status. */
+static int serve(life_t *life) {
+  ptod_t *d = life->d;
+  pto_error_t err;
+  int rc;
+
+  /* 4. prewarm, before anyone is served; until 5. connections wait in the
+   * listen backlog. */
+  pto_error_clear(&err);
+  rc = prewarm(life, &err);
+  if (rc < 0) {
+    log_err("Failed to prewarm the arena: %s", err.message);
+    notify_sendf("STATUS=Prewarm failed: %s", err.message);
+    return rc == -PTO_E_INVALID_CONFIG || rc == -PTO_E_OUT_OF_MEMORY ? PTOD_EXIT_CONFIG : 1;
+  }
+
+  /* 5. accept. */
+  if (srv_listen(d->loop.srv, &err) < 0) {
+    log_err("%s", err.message);
+    notify_sendf("STATUS=%s", err.message);
+    return 1;
+  }
+  log_notice("Listening on '%s' (%s socket).", srv_socket_path(d->loop.srv),
+             srv_socket_origin(d->loop.srv));
+  d->loop.feed = metrics_feed_start(d, &err);
+  if (!d->loop.feed) {
+    log_err("%s", err.message);
+    return err.code == PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
+  }
+  watch_signals(life);
 
   /* 6. ready. */
   atomic_store(&d->state, PTOD_READY);
   notify_ready_status(life);
   uv_run(&life->loop, UV_RUN_DEFAULT);
-  exit_code = 0;
-  goto out_loop;
+  return 0;
+}
 
-out_srv:
-  srv_close(d->srv);
-  d->srv = NULL;
-out_dsp:
-  if (d->dsp) dsp_destroy(d->dsp);
-  d->dsp = NULL;
-out_loop:
-  uv_run(&life->loop, UV_RUN_DEFAULT); /* the close callbacks */
+int ptod_run(const char *config_path) {
+  life_t *life;
+  cfg_t cfg;
+  pto_sizing_t env;
+  pto_error_t err;
+  int rc, exit_code;
+
+  /* Messages and answers of up to max_message come and go: keep the large
+   * ones out of the heap (glibc's threshold would otherwise grow to 32 MiB
+   * and keep them resident after they are freed).  Fixing that threshold
+   * also fixes the trim threshold at its 128 KiB default, and answers are
+   * allocated on the device thread (its own arena) and freed on the loop:
+   * the arena then gave its top back with madvise and faulted it in again
+   * every few answers (~950 madvise calls a second, 16 pipelining clients).
+   * Keep up to 8 MiB of free top per arena instead. */
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 8 << 20);
+  pto_error_clear(&err);
+
+  /* 1. configuration: the file and the PTO2_RING_* environment. */
+  if (cfg_load(config_path, &cfg, &err) < 0 || pto_sizing_from_environ(&env, &err) < 0) {
+    log_err("%s", err.message);
+    notify_sendf("STATUS=Invalid configuration\nERRNO=22");
+    return PTOD_EXIT_CONFIG;
+  }
+  log_set_level(cfg.daemon.log_level);
+  log_info("ptod %s starting on device %u (%s), config %s.", PTO_VERSION, cfg.device.id,
+           cfg.device.platform, config_path ? config_path : "built-in defaults");
+  signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit(&cfg);
+
+  /* 2. device and runtime, 3. the socket, before the long prewarm: a path
+   * that is unsafe or that a live daemon serves fails now, in
+   * milliseconds. */
+  life = calloc(1, sizeof(*life));
+  if (!life) return 1;
+  uv_loop_init(&life->loop);
+  rc = ptod_create(&cfg, &env, &life->loop, req_handlers, &life->d, &err);
+  if (rc < 0) {
+    exit_code = rc == -PTO_E_INVALID_CONFIG ? PTOD_EXIT_CONFIG : 1;
+  } else {
+    life->d->loop.config_path = config_path;
+    exit_code = serve(life);
+  }
+  ptod_destroy(life->d); /* what is still open, and the loop's close callbacks */
   if (uv_loop_close(&life->loop) != 0) log_warning("The event loop still had handles at exit.");
-out_device:
-  ptod_close_device(d);
-  prewarm_record_destroy(&d->prewarm);
   free(life);
   return exit_code;
 }

@@ -16,13 +16,4 @@
  * failures. */
 int ptod_run(const char *config_path);
 
-typedef struct ptod ptod_t;
-
-/* Open d->cfg's device, its runtime, the buffer table, the advisor and the
- * staging area (start-up step 2; tests drive the daemon's modules on what
- * this opens).  Returns 0 or a negative error with the sentence in err;
- * ptod_close_device releases what was opened, either way. */
-int ptod_open_device(ptod_t *d, pto_error_t *err);
-void ptod_close_device(ptod_t *d);
-
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "request.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -8,10 +9,12 @@
 #include <string.h>
 
 #include "describe.h"
+#include "dfx.h"
 #include "jobs.h"
 #include "log.h"
 #include "metrics.h"
 #include "service.h"
+#include "request_shm.h"
 #include "shm.h"
 
 /* ---- answers --------------------------------------------------------------- */
@@ -63,6 +66,12 @@ static req_conn_t *conn_state(srv_conn_t *conn) {
   return rc;
 }
 
+shm_table_t *req_conn_shm(req_t *req) {
+  req_conn_t *cs = conn_state(req->conn);
+  if (cs && !cs->shm) cs->shm = shm_table_new(&req->d->loop.shm_totals);
+  return cs ? cs->shm : NULL;
+}
+
 static void req_finish(req_t *req) {
   if (req->fd >= 0) close(req->fd); /* a memfd (server.h): its close never waits */
   for (uint32_t i = 0; i < req->nshm_refs; i++) shm_release(req->shm_refs[i]);
@@ -70,22 +79,46 @@ static void req_finish(req_t *req) {
   msgpack_sbuffer_destroy(&req->response);
   proto_refbuf_free(&req->refs);
   staging_give_back(req->lent);
-  free(req->diagnostics_dir);
+  free(req->snap.diagnostics_dir);
   srv_msg_done(req->conn, req->msg);
   free(req);
 }
 
-static bool is_dispatch(const req_t *req) { return req->method == PROTO_M_DISPATCH; }
+/* ---- the method table ------------------------------------------------------ */
+
+/* Where a method runs. */
+typedef enum method_thread { ON_LOOP, ON_DEVICE } method_thread_t;
+
+/* One row per method: everything request.c knows of a method.  Device
+ * methods pass admit (NULL: no check) with req->snap taken, name their
+ * shared-memory ranges (regions, NULL: none) and are queued as one job in
+ * their connection's flow; run encodes the answer on the device thread.
+ * A request has that one queue entry until it is answered: where a method
+ * is cancelled, ordered or run on the loop instead is a matter of its
+ * row. */
+typedef struct method_row {
+  method_thread_t thread;
+  service_serve_fn *serve;                          /* ON_LOOP (service.h) */
+  int (*admit)(const req_t *req, pto_error_t *err); /* ON_DEVICE */
+  int (*regions)(req_t *req, shm_table_t *shm, pto_error_t *err);
+  void (*run)(req_t *req); /* ON_DEVICE, on the device thread */
+  /* A dispatch: runs a program (looked up at admission, its outcome
+   * counted per program), may have a deadline and DFX artefacts. */
+  bool runs_program;
+} method_row_t;
+
+static const method_row_t *row_of(const req_t *req);
+
+static bool is_dispatch(const req_t *req) { return row_of(req)->runs_program; }
 
 /* Answer err before the request reached the device, and end it. */
 static void reject(req_t *req, const pto_error_t *err) {
   metrics_count_error(req->d->metrics, err->code);
   if (is_dispatch(req)) {
-    atomic_fetch_add(&req->d->dispatches_rejected, 1);
     /* Only a program that exists gets its own label: names of programs
      * that do not would take every label slot (issue 18). */
     metrics_count_rejected(req->d->metrics,
-                           req->program ? req->params.dispatch.program : NULL);
+                           req->snap.program ? req->params.dispatch.program : NULL);
   }
   if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, err);
   req_finish(req);
@@ -100,6 +133,12 @@ static void shutting_down(req_t *req, pto_error_t *err) {
 
 static void give_back(void *area) { staging_give_back(area); }
 
+/* Device thread: the method's device handler encodes the response. */
+static void run_on_device(dsp_job_t *job) {
+  req_t *req = (req_t *)job;
+  row_of(req)->run(req);
+}
+
 /* Loop thread: the device thread is done with the request. */
 static void request_complete(dsp_job_t *job) {
   req_t *req = (req_t *)job;
@@ -110,7 +149,8 @@ static void request_complete(dsp_job_t *job) {
   switch (job->outcome) {
   case DSP_RAN:
     if (is_dispatch(req))
-      atomic_fetch_add(req->result_code == PTO_OK ? &d->dispatches_ok : &d->dispatches_failed, 1);
+      metrics_count_dispatch(d->metrics,
+                             req->result_code == PTO_OK ? METRICS_OK : METRICS_FAILED);
     if (req->result_code != PTO_OK) metrics_count_error(d->metrics, req->result_code);
     if (!srv_conn_gone(conn) && req->refs.n) {
       answer_send(conn, &req->response, &req->refs, req->lent ? req->lent->bytes : 0, give_back,
@@ -124,7 +164,7 @@ static void request_complete(dsp_job_t *job) {
   case DSP_CANCELLED:
     log_client(LOG_DEBUG, "Dropped %s request %u of client %llu, which went away before it ran.",
                proto_method_name(req->method), req->msgid, (unsigned long long)srv_conn_id(conn));
-    if (is_dispatch(req)) atomic_fetch_add(&d->dispatches_rejected, 1);
+    if (is_dispatch(req)) metrics_count_dispatch(d->metrics, METRICS_REJECTED);
     req_finish(req);
     break;
   case DSP_EXPIRED:
@@ -153,142 +193,36 @@ static uint64_t deadline_from(int64_t deadline_ms, uint64_t now_ns) {
   return now_ns + ms * 1000000u;
 }
 
-/* The shared-memory ranges a device request names, checked and
- * referenced now (the device thread copies through them): dispatch args
- * by index, buffer.write's source and buffer.read's destination.  An input
- * range becomes the argument's data, as inline bytes would be. */
-static int acquire_regions(req_t *req, shm_table_t *shm, pto_error_t *err) {
-  msgpack_zone *z = req->unpacked.zone;
-  uint32_t n = 0;
-  char what[32];
-  int rc = 0;
-  if (req->method == PROTO_M_DISPATCH) {
-    proto_dispatch_params_t *p = &req->params.dispatch;
-    for (uint32_t i = 0; i < p->nargs; i++) n += p->args[i].shm != NULL;
-    if (n == 0) return 0;
-    req->shm_ptr = msgpack_zone_malloc(z, p->nargs * sizeof(*req->shm_ptr));
-    req->shm_refs = msgpack_zone_malloc(z, n * sizeof(*req->shm_refs));
-    if (!req->shm_ptr || !req->shm_refs)
-      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    for (uint32_t i = 0; i < p->nargs && rc == 0; i++) {
-      proto_arg_t *a = (proto_arg_t *)&p->args[i]; /* decoded into this request's zone */
-      req->shm_ptr[i] = NULL;
-      if (!a->shm) continue;
-      snprintf(what, sizeof(what), "args[%u]", i);
-      rc = shm_acquire(shm, a->shm, a->offset, a->bytes, what, &req->shm_refs[req->nshm_refs],
-                       &req->shm_ptr[i], err);
-      if (rc < 0) {
-        snprintf(err->key, sizeof(err->key), "%s", what);
-        break;
-      }
-      req->nshm_refs++;
-      if (a->kind != PTO_ARG_OUTPUT) a->data = (proto_bytes_t){req->shm_ptr[i], a->bytes};
-    }
-    return rc;
+/* What the request takes from the configuration, all at admission, so a
+ * reload does not change an admitted request (request.h): the only writer
+ * of req->snap.  A dispatch's program is found now (programs stay loaded);
+ * one that does not exist is the error. */
+static int req_snapshot(req_t *req, pto_error_t *err) {
+  const ptod_t *d = req->d;
+  req_snapshot_t *snap = &req->snap;
+  int rc;
+  snap->baseline = d->loop.cfg.ring;
+  snap->run_timeout_ms = (uint32_t)d->loop.cfg.device.run_timeout_ms;
+  snap->deadlock_timeout_ms = (uint32_t)d->loop.cfg.device.deadlock_timeout_ms;
+  snap->output_limit = d->loop.cfg.daemon.output_limit;
+  snap->device_id = d->loop.cfg.device.id;
+  if (!is_dispatch(req)) return 0;
+  rc = rt_program_get(d->device.rt, req->params.dispatch.program, &snap->program, err);
+  if (rc < 0) return rc;
+  /* DFX artefacts come back in the result (dfx.h), and as files too where
+   * there is a diagnostics_dir. */
+  if (dfx_wanted(&req->params.dispatch.config) && d->loop.cfg.daemon.diagnostics_dir[0]) {
+    snap->diagnostics_max_bytes = d->loop.cfg.daemon.diagnostics_max_bytes;
+    snap->diagnostics_max_files = d->loop.cfg.daemon.diagnostics_max_files;
+    snap->diagnostics_dir = strdup(d->loop.cfg.daemon.diagnostics_dir);
+    if (!snap->diagnostics_dir) return service_out_of_memory(err);
   }
-  {
-    const char *name = NULL;
-    uint64_t offset = 0, bytes = 0;
-    if (req->method == PROTO_M_BUFFER_WRITE && req->params.buffer_write.shm) {
-      name = req->params.buffer_write.shm;
-      offset = req->params.buffer_write.shm_offset;
-      bytes = req->params.buffer_write.bytes;
-    } else if (req->method == PROTO_M_BUFFER_READ && req->params.buffer_read.shm) {
-      name = req->params.buffer_read.shm;
-      offset = req->params.buffer_read.shm_offset;
-      bytes = req->params.buffer_read.bytes;
-    }
-    if (!name) return 0;
-    req->shm_ptr = msgpack_zone_malloc(z, sizeof(*req->shm_ptr));
-    req->shm_refs = msgpack_zone_malloc(z, sizeof(*req->shm_refs));
-    if (!req->shm_ptr || !req->shm_refs)
-      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    rc = shm_acquire(shm, name, offset, bytes, proto_method_name(req->method), &req->shm_refs[0],
-                     &req->shm_ptr[0], err);
-    if (rc < 0) {
-      snprintf(err->key, sizeof(err->key), "shm");
-      return rc;
-    }
-    req->nshm_refs = 1;
-    if (req->method == PROTO_M_BUFFER_WRITE)
-      req->params.buffer_write.data = (proto_bytes_t){req->shm_ptr[0], bytes};
-    return 0;
-  }
+  return 0;
 }
 
-typedef struct region_list {
-  proto_buffer_info_t *items;
-  uint32_t count;
-} region_list_t;
-
-static void list_region(void *data, const char *name, uint64_t bytes) {
-  region_list_t *list = data;
-  list->items[list->count++] = (proto_buffer_info_t){name, bytes};
-}
-
-/* shm.register, shm.unregister and shm.list, on the loop: 1 with *result
- * filled (*ret_list malloc'ed for shm.list), 0 when the method is another,
- * or a negative error. */
-static int serve_shm(req_t *req, proto_result_t *result, proto_buffer_info_t **ret_list,
-                     pto_error_t *err) {
-  req_conn_t *cs;
-  int fd, rc;
-  memset(result, 0, sizeof(*result));
-  *ret_list = NULL;
-  if (req->method != PROTO_M_SHM_REGISTER && req->method != PROTO_M_SHM_UNREGISTER &&
-      req->method != PROTO_M_SHM_LIST)
-    return 0;
-  cs = conn_state(req->conn);
-  if (cs && !cs->shm) cs->shm = shm_table_new(&req->d->shm_totals);
-  if (!cs || !cs->shm) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-  switch (req->method) {
-  case PROTO_M_SHM_REGISTER: {
-    const proto_shm_register_params_t *p = &req->params.shm_register;
-    const cfg_daemon_t *c = &req->d->cfg.daemon;
-    shm_limits_t limits = {.bytes = c->shm_limit,
-                           .regions = c->shm_regions,
-                           .bytes_total = c->shm_limit_total,
-                           .regions_total = c->shm_regions_total};
-    if (req->fd == -1)
-      return pto_error_set(err, PTO_E_INVALID_REQUEST,
-                           "shm.register '%s' came with no file descriptor: pass the region's "
-                           "memfd as SCM_RIGHTS on the sendmsg() that carries the request.",
-                           p->name);
-    if (req->fds_together > 1)
-      return pto_error_set(err, PTO_E_INVALID_REQUEST,
-                           "shm.register '%s' came with %u file descriptors; pass exactly one "
-                           "(none of them was kept).",
-                           p->name, req->fds_together);
-    if (req->fd == SRV_FD_REFUSED)
-      return pto_error_set(err, PTO_E_INVALID_ARGS,
-                           "shm.register '%s': the file descriptor is not a memfd (the daemon "
-                           "closed it on arrival); create it with "
-                           "memfd_create(MFD_ALLOW_SEALING).",
-                           p->name);
-    fd = req->fd;
-    req->fd = -1; /* shm_register's now: closed whatever happens */
-    rc = shm_register(cs->shm, p->name, p->bytes, fd, &limits, err);
-    if (rc < 0) return rc;
-    result->shm_register = (proto_buffer_info_t){p->name, p->bytes};
-    return 1;
-  }
-  case PROTO_M_SHM_UNREGISTER:
-    rc = shm_unregister(cs->shm, req->params.shm_unregister.name, &result->shm_unregister.bytes,
-                        err);
-    return rc < 0 ? rc : 1;
-  default: {
-    uint32_t n = shm_count(cs->shm);
-    region_list_t list = {calloc(n ? n : 1, sizeof(proto_buffer_info_t)), 0};
-    if (!list.items) return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-    shm_foreach(cs->shm, list_region, &list);
-    result->shm_list = (proto_buffer_list_t){list.items, list.count};
-    *ret_list = list.items;
-    return 1;
-  }
-  }
-}
-
-static void admit(req_t *req) {
+/* A device request: snapshot, checks, its regions, then its one entry in
+ * the connection's flow. */
+static void admit(req_t *req, const method_row_t *row) {
   ptod_t *d = req->d;
   req_conn_t *cs = conn_state(req->conn);
   pto_error_t err;
@@ -301,31 +235,29 @@ static void admit(req_t *req) {
     reject(req, &err);
     return;
   }
-  if (cs && !cs->flow) cs->flow = dsp_flow_create(d->dsp);
+  if (cs && !cs->flow) cs->flow = dsp_flow_create(d->loop.dsp);
   if (!cs || !cs->flow) {
-    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    service_out_of_memory(&err);
     reject(req, &err);
     return;
   }
-  if (service_admit(d, req, &err) < 0 || acquire_regions(req, cs->shm, &err) < 0) {
+  if (req_snapshot(req, &err) < 0 || (row->admit && row->admit(req, &err) < 0) ||
+      (row->regions && row->regions(req, cs->shm, &err) < 0)) {
     reject(req, &err);
     return;
   }
-  req->baseline = d->cfg.ring;
-  req->run_timeout_ms = (uint32_t)d->cfg.device.run_timeout_ms;
-  req->deadlock_timeout_ms = (uint32_t)d->cfg.device.deadlock_timeout_ms;
-  req->job.run = jobs_run;
+  req->job.run = run_on_device;
   req->job.complete = request_complete;
   req->job.gone = srv_conn_gone_flag(req->conn);
   req->job.flow = cs->flow;
-  if (is_dispatch(req))
+  if (row->runs_program)
     req->job.deadline_ns = deadline_from(req->params.dispatch.deadline_ms, dsp_now_ns());
-  rc = dsp_submit(d->dsp, &req->job);
+  rc = dsp_submit(d->loop.dsp, &req->job);
   if (rc == -PTO_E_BUSY) {
     pto_error_set(&err, PTO_E_BUSY,
                   "The admission queue is full (queue_depth = %u, queue_full = busy); retry "
                   "later.",
-                  d->cfg.daemon.queue_depth);
+                  d->loop.cfg.daemon.queue_depth);
     reject(req, &err);
   } else if (rc < 0) {
     shutting_down(req, &err);
@@ -333,27 +265,61 @@ static void admit(req_t *req) {
   }
 }
 
+/* A method served on the loop: answered now. */
+static void serve(req_t *req, const method_row_t *row) {
+  proto_result_t result;
+  service_scratch_t scratch;
+  pto_error_t err;
+  memset(&result, 0, sizeof(result));
+  memset(&scratch, 0, sizeof(scratch));
+  if (row->serve(req, &result, &scratch, &err) < 0) {
+    reject(req, &err);
+  } else {
+    send_result(req, &result);
+    req_finish(req);
+  }
+  service_scratch_free(&scratch);
+}
+
+/* The method table: a row per method, in proto_method_t's order. */
+static const method_row_t method_rows[PROTO_M_COUNT] = {
+    [PROTO_M_PING] = {ON_LOOP, .serve = service_ping},
+    [PROTO_M_STATUS] = {ON_LOOP, .serve = service_status},
+    [PROTO_M_METRICS] = {ON_LOOP, .serve = service_metrics},
+    [PROTO_M_PROGRAMS] = {ON_LOOP, .serve = service_programs},
+    [PROTO_M_DISPATCH] = {ON_DEVICE, .admit = service_admit_dispatch, .regions = regions_dispatch,
+                          .run = jobs_dispatch, .runs_program = true},
+    [PROTO_M_BUFFER_ALLOC] = {ON_DEVICE, .run = jobs_buffer_alloc},
+    [PROTO_M_BUFFER_WRITE] = {ON_DEVICE, .regions = regions_write, .run = jobs_buffer_write},
+    [PROTO_M_BUFFER_READ] = {ON_DEVICE, .admit = service_admit_read, .regions = regions_read,
+                             .run = jobs_buffer_read},
+    [PROTO_M_BUFFER_FREE] = {ON_DEVICE, .run = jobs_buffer_free},
+    [PROTO_M_BUFFER_LIST] = {ON_LOOP, .serve = service_buffer_list},
+    [PROTO_M_PREWARM] = {ON_DEVICE, .run = jobs_prewarm_request},
+    [PROTO_M_ADVISE] = {ON_LOOP, .serve = service_advise},
+    [PROTO_M_SHM_REGISTER] = {ON_LOOP, .serve = serve_shm_register},
+    [PROTO_M_SHM_UNREGISTER] = {ON_LOOP, .serve = serve_shm_unregister},
+    [PROTO_M_SHM_LIST] = {ON_LOOP, .serve = serve_shm_list},
+};
+
+static const method_row_t *row_of(const req_t *req) { return &method_rows[req->method]; }
+
 /* ---- from a message to a request -------------------------------------------------- */
 
 /* Zone bytes beyond the decoded objects, for what decoding params adds
  * (a dispatch's argument array ...); more takes another chunk. */
 #define DECODE_EXTRA 512u
 
-static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
-  ptod_t *d = data;
+/* A request for one whole message; NULL when out of memory (the
+ * connection failed, the message given back). */
+static req_t *req_new(ptod_t *d, srv_conn_t *conn, srv_msg_t *msg) {
   req_t *req = calloc(1, sizeof(*req));
-  proto_envelope_t env;
-  proto_result_t result;
-  service_scratch_t scratch;
   pto_error_t err;
-  int method, rc;
-
-  atomic_fetch_add(&d->requests_total, 1);
   if (!req) {
-    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    service_out_of_memory(&err);
     srv_conn_fail(conn, &err);
     srv_msg_done(conn, msg);
-    return;
+    return NULL;
   }
   req->d = d;
   req->conn = conn;
@@ -365,89 +331,93 @@ static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
    * 16 KiB: a pipeline of small requests costs what they hold. */
   req->unpacked.zone = proto_zone_new(msg->objects, DECODE_EXTRA);
   if (!req->unpacked.zone) {
-    pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    service_out_of_memory(&err);
     srv_conn_fail(conn, &err);
     req_finish(req);
-    return;
+    return NULL;
   }
+  return req;
+}
 
-  rc = proto_decode(msg->data, msg->len, &req->unpacked, &env, &err);
+/* The envelope: 0 when *env is a request to look up; -1 when the request
+ * has ended (answered, ignored, or its connection failed). */
+static int open_envelope(req_t *req, proto_envelope_t *env) {
+  srv_conn_t *conn = req->conn;
+  pto_error_t err;
+  int rc = proto_decode(req->msg->data, req->msg->len, &req->unpacked, env, &err);
   /* The fds a shm.register came with are its own whatever refuses it
    * (envelope, name, params): left queued, the next register would take
    * them instead of its own. */
-  if (proto_envelope_method_is(&env, "shm.register"))
+  if (proto_envelope_method_is(env, "shm.register"))
     req->fd = srv_conn_take_fd(conn, &req->fds_together);
+  if (rc < 0 && env->answerable) {
+    req->msgid = env->msgid;
+    reject(req, &err);
+    return -1;
+  }
   if (rc < 0) {
-    if (env.answerable) {
-      req->msgid = env.msgid;
-      reject(req, &err);
-      return;
-    }
     log_client(LOG_INFO, "Client %llu sent a message that is not msgpack-RPC (%s); disconnecting it.",
                (unsigned long long)srv_conn_id(conn), err.message);
     srv_conn_fail(conn, &err);
     req_finish(req);
-    return;
+    return -1;
   }
-  if (env.type != PROTO_MSG_REQUEST) {
+  if (env->type != PROTO_MSG_REQUEST) {
     /* Clients send requests only; notifications and stray responses get no
      * answer (msgpack-RPC: a notification is never answered). */
     log_client(LOG_DEBUG, "Client %llu sent a %s, ignoring it.",
                (unsigned long long)srv_conn_id(conn),
-               env.type == PROTO_MSG_NOTIFICATION ? "notification" : "response");
+               env->type == PROTO_MSG_NOTIFICATION ? "notification" : "response");
     req_finish(req);
-    return;
+    return -1;
   }
-  req->msgid = env.msgid;
-  method = proto_method_from_name(env.method, env.method_len);
+  req->msgid = env->msgid;
+  return 0;
+}
+
+/* The method and its params: 0, or -1 when refused (answered and ended). */
+static int decode_request(req_t *req, const proto_envelope_t *env) {
+  pto_error_t err;
+  int method = proto_method_from_name(env->method, env->method_len);
+  int rc;
   if (method < 0) {
-    char shown[4 * 64 + 4];
-    if (proto_escape_text(env.method, env.method_len, 64, shown, sizeof(shown) - 3) <
-        env.method_len)
-      strcat(shown, "...");
+    char shown[4 * 64 + 1];
+    bool cut = proto_escape_text(env->method, env->method_len, 64, shown, sizeof(shown)) <
+               env->method_len;
     pto_error_set(&err, PTO_E_UNKNOWN_METHOD,
-                  "There is no method '%s'; the methods are ping, status, metrics, programs, "
+                  "There is no method '%s%s'; the methods are ping, status, metrics, programs, "
                   "dispatch, buffer.alloc, buffer.write, buffer.read, buffer.free, buffer.list, "
                   "prewarm, advise, shm.register, shm.unregister and shm.list.",
-                  shown);
+                  shown, cut ? "..." : "");
     reject(req, &err);
-    return;
+    return -1;
   }
   req->method = (proto_method_t)method;
-  rc = proto_params_decode(req->method, env.params, req->unpacked.zone, &req->params, &err);
+  rc = proto_params_decode(req->method, env->params, req->unpacked.zone, &req->params, &err);
   if (rc < 0) {
-    if (rc == -ENOMEM) pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory.");
+    if (rc == -ENOMEM) service_out_of_memory(&err);
     reject(req, &err);
-    return;
+    return -1;
   }
+  return 0;
+}
+
+static void on_message(srv_conn_t *conn, srv_msg_t *msg, void *data) {
+  ptod_t *d = data;
+  proto_envelope_t env;
+  const method_row_t *row;
+  req_t *req;
+
+  metrics_count_request(d->metrics);
+  req = req_new(d, conn, msg);
+  if (!req || open_envelope(req, &env) < 0 || decode_request(req, &env) < 0) return;
   /* From here the request is held as long as it waits: charge it all. */
   srv_msg_charge_decoded(conn, msg, srv_heap_bytes(req) + proto_zone_bytes(req->unpacked.zone));
-  {
-    proto_buffer_info_t *list;
-    rc = serve_shm(req, &result, &list, &err);
-    if (rc != 0) {
-      if (rc < 0)
-        reject(req, &err);
-      else {
-        send_result(req, &result);
-        req_finish(req);
-      }
-      free(list);
-      return;
-    }
-  }
-  rc = service_serve(d, req->method, &result, &scratch, &err);
-  if (rc == 0) {
-    admit(req);
-    return;
-  }
-  if (rc < 0) {
-    reject(req, &err);
-  } else {
-    send_result(req, &result);
-    req_finish(req);
-  }
-  service_scratch_free(&scratch);
+  row = row_of(req);
+  if (row->thread == ON_LOOP)
+    serve(req, row);
+  else
+    admit(req, row);
 }
 
 /* The connection is closing: its flow goes; the device drops its queued
@@ -459,7 +429,7 @@ static void on_close(srv_conn_t *conn, void *data) {
   req_conn_t *cs = srv_conn_data(conn);
   if (!cs) return;
   srv_conn_set_data(conn, NULL);
-  dsp_flow_release(d->dsp, cs->flow);
+  dsp_flow_release(d->loop.dsp, cs->flow);
   shm_table_close(cs->shm); /* unmapped once no request copies through them */
   free(cs);
 }
@@ -472,20 +442,19 @@ static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *m
 /* Completions found together answer together: one writev per connection. */
 static void batch_begin(void *data) {
   ptod_t *d = data;
-  if (d->srv) srv_cork(d->srv);
+  if (d->loop.srv) srv_cork(d->loop.srv);
 }
 
 static void batch_end(void *data) {
   ptod_t *d = data;
-  if (d->srv) srv_uncork(d->srv);
+  if (d->loop.srv) srv_uncork(d->loop.srv);
 }
 
 srv_handlers_t req_handlers(ptod_t *d) {
+  for (size_t i = 0; i < PROTO_M_COUNT; i++) /* every method has its handler */
+    assert(method_rows[i].thread == ON_LOOP ? method_rows[i].serve != NULL
+                                            : method_rows[i].run != NULL);
   srv_handlers_t h = {on_message, on_close, on_fatal, d};
-  dsp_set_batch_hooks(d->dsp, batch_begin, batch_end, d);
+  dsp_set_batch_hooks(d->loop.dsp, batch_begin, batch_end, d);
   return h;
-}
-
-uint32_t req_queue_capacity(const cfg_t *cfg) {
-  return cfg->daemon.queue_full == CFG_QUEUE_BUSY ? cfg->daemon.queue_depth : UINT32_MAX;
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* request.h — a request's life, from one whole message to its answer.
  *
- * read (server) -> decode the envelope and params -> admit (service.c's
- * checks) -> serve it on the loop (ping, status, ...) or queue it for the
- * device -> run (jobs.c, on the device thread) -> answer -> done.  This
- * module owns every request's bookkeeping, as Neovim's msgpack_rpc/channel.c
- * owns its request frames: no other module counts or frees requests.
+ * read (server) -> decode the envelope and params -> look the method up in
+ * the method table (request.c: one row per method, naming where it runs,
+ * how it is admitted and its handlers) -> serve it on the loop (service.c)
+ * or snapshot, check and queue it for the device -> run (jobs.c, on the
+ * device thread) -> answer -> done.  This module owns every request's
+ * bookkeeping, as Neovim's msgpack_rpc/channel.c owns its request frames:
+ * no other module counts or frees requests.  A new method is a row and
+ * its handler(s); nothing else here changes.
  *
  * Device requests go to the device thread in their connection's flow
  * (dispatch.h): the device takes connections in turn, one request each, and
@@ -32,6 +35,21 @@
 #include "server.h"
 #include "staging.h"
 
+/* What a request takes from the configuration when it is admitted
+ * (req_snapshot in request.c writes it, once): a reload after admission
+ * does not change how an admitted request runs. */
+typedef struct req_snapshot {
+  const pto_program_t *program; /* a dispatch's, found at admission (programs stay loaded) */
+  pto_sizing_t baseline;        /* the config level ([ring]) */
+  uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device] */
+  char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
+  uint64_t diagnostics_max_bytes; /* its quota */
+  uint32_t diagnostics_max_files;
+  uint64_t output_limit; /* [daemon] output_limit: the artefacts' budget, and a buffer.read's
+                          * answer's */
+  uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
+} req_snapshot_t;
+
 typedef struct req {
   dsp_job_t job; /* first: the device thread sees the request as its job */
   ptod_t *d;
@@ -41,15 +59,7 @@ typedef struct req {
   uint32_t msgid;
   proto_method_t method;
   proto_params_t params;
-  const pto_program_t *program; /* a dispatch's, found at admission (programs stay loaded) */
-  pto_sizing_t baseline; /* the config level ([ring]) when admitted */
-  uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device], when admitted */
-  char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
-  uint64_t diagnostics_max_bytes; /* its quota, as at admission */
-  uint32_t diagnostics_max_files;
-  uint64_t output_limit; /* [daemon] output_limit when admitted: the artefacts' budget, and a
-                          * buffer.read's answer's */
-  uint32_t device_id;    /* [device] id, for the artefacts (cfg is the loop's) */
+  req_snapshot_t snap; /* device methods: set at admission */
   /* Shared-memory ranges the request names, resolved at admission: per
    * dispatch argument (NULL: not shm), or shm_ptr[0] for buffer.write/read;
    * each region referenced until the request ends. */
@@ -72,10 +82,5 @@ typedef struct req {
 
 /* The server's handlers, bound to d (d->dsp set). */
 srv_handlers_t req_handlers(ptod_t *d);
-
-/* The dispatcher's capacity for cfg's queue_depth and queue_full
- * (dsp_create, dsp_set_capacity): queue_depth when busy fails fast, no
- * bound when requests wait (the server bounds each connection). */
-uint32_t req_queue_capacity(const cfg_t *cfg);
 
 #endif

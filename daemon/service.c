@@ -9,7 +9,6 @@
 #include <pto/version.h>
 
 #include "log.h"
-#include "dfx.h"
 #include "metrics_feed.h"
 #include "prewarm.h"
 
@@ -19,47 +18,43 @@
  * ping): DFX artefacts in dispatch results, shared-memory arguments. */
 static const char *const ptod_features[] = {"dfx", "shm"};
 
+/* status: ptod_snapshot's facts (those the exposition shows too), in the
+ * result's shape, and the prewarmed arena. */
 static void serve_status(ptod_t *d, proto_status_result_t *s) {
-  dsp_stats_t q;
-  buf_memory_t m;
-  srv_memory_t cm;
-  srv_fds_t fds;
-  s->device = d->cfg.device.id;
-  s->platform = dev_name(d->dev);
-  s->version = PTO_VERSION;
-  s->uptime_s = (dsp_now_ns() - d->started_ns) / 1000000000u;
-  s->state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
-  dsp_get_stats(d->dsp, &q);
-  s->queue.depth = q.depth;
-  s->queue.capacity = d->cfg.daemon.queue_depth;
-  s->queue.running = q.running;
-  prewarm_arena_snapshot(&d->prewarm, d->rt, &s->arena);
-  buf_memory(d->buffers, &m);
-  s->memory.limit = m.limit;
-  s->memory.arena = m.arena;
-  s->memory.buffers = m.buffers;
-  s->memory.free = m.free;
-  s->dispatches.ok = atomic_load(&d->dispatches_ok);
-  s->dispatches.failed = atomic_load(&d->dispatches_failed);
-  s->dispatches.rejected = atomic_load(&d->dispatches_rejected);
-  s->clients = srv_client_count(d->srv);
-  srv_memory(d->srv, &cm);
-  s->client_memory.input = cm.input;
-  s->client_memory.output = cm.output;
-  s->client_memory.limit = cm.limit;
-  s->shm.regions = d->shm_totals.regions;
-  s->shm.bytes = d->shm_totals.bytes;
-  s->shm.regions_limit = d->cfg.daemon.shm_regions_total;
-  s->shm.bytes_limit = d->cfg.daemon.shm_limit_total;
-  srv_fds(d->srv, &fds);
-  s->fds.parked = fds.parked;
-  s->fds.most_parked = fds.most_parked;
-  s->fds.closing = fds.closing;
-  s->fds.limit = fds.limit;
-  s->client_memory.per_connection.input_limit = cm.input_limit;
-  s->client_memory.per_connection.output_limit = cm.output_limit;
-  s->client_memory.per_connection.most_input = cm.most_input;
-  s->client_memory.per_connection.most_output = cm.most_output;
+  metrics_snapshot_t m;
+  ptod_snapshot(d, &m);
+  s->device = m.device;
+  s->platform = m.platform;
+  s->version = m.version;
+  s->uptime_s = m.uptime_s;
+  s->state = ptod_state_name((ptod_state_t)m.state);
+  s->queue.depth = m.queue_depth;
+  s->queue.capacity = m.queue_capacity;
+  s->queue.running = m.queue_running;
+  prewarm_arena_snapshot(&d->device.prewarm, d->device.rt, &s->arena);
+  s->memory.limit = m.memory_limit;
+  s->memory.arena = m.memory_arena;
+  s->memory.buffers = m.memory_buffers;
+  s->memory.free = m.memory_free;
+  s->dispatches.ok = m.totals.dispatches_ok;
+  s->dispatches.failed = m.totals.dispatches_failed;
+  s->dispatches.rejected = m.totals.dispatches_rejected;
+  s->clients = m.clients;
+  s->client_memory.input = m.client_input;
+  s->client_memory.output = m.client_output;
+  s->client_memory.limit = m.client_limit;
+  s->client_memory.per_connection.input_limit = m.conn_input_limit;
+  s->client_memory.per_connection.output_limit = m.conn_output_limit;
+  s->client_memory.per_connection.most_input = m.conn_most_input;
+  s->client_memory.per_connection.most_output = m.conn_most_output;
+  s->shm.regions = m.shm_regions;
+  s->shm.bytes = m.shm_bytes;
+  s->shm.regions_limit = m.shm_regions_limit;
+  s->shm.bytes_limit = m.shm_bytes_limit;
+  s->fds.parked = m.fds_parked;
+  s->fds.most_parked = m.fds_most_parked;
+  s->fds.closing = m.fds_closing;
+  s->fds.limit = m.fds_limit;
 }
 
 typedef struct program_list {
@@ -99,79 +94,95 @@ void service_scratch_free(service_scratch_t *scratch) {
   memset(scratch, 0, sizeof(*scratch));
 }
 
-int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
-                  service_scratch_t *scratch, pto_error_t *err) {
-  program_list_t programs = {0};
-  size_t n = 0;
-  int rc;
-
-  memset(result, 0, sizeof(*result));
-  memset(scratch, 0, sizeof(*scratch));
-  switch (method) {
-  case PROTO_M_PING:
-    result->ping.version = PTO_VERSION;
-    result->ping.device = d->cfg.device.id;
-    result->ping.state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
-    /* "shm" last: left out when shm_limit = 0 turns the shm path off. */
-    result->ping.features = ptod_features;
-    result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]) -
-                             (d->cfg.daemon.shm_limit == 0 ? 1 : 0);
-    return 1;
-  case PROTO_M_STATUS:
-    serve_status(d, &result->status);
-    return 1;
-  case PROTO_M_METRICS:
-    scratch->text = metrics_feed_text(d, &n);
-    if (!scratch->text) break;
-    result->metrics.text = scratch->text;
-    result->metrics.len = n;
-    return 1;
-  case PROTO_M_PROGRAMS:
-    rc = rt_programs_foreach(d->rt, collect_program, &programs);
-    scratch->programs = programs.items;
-    if (rc < 0)
-      return pto_error_set(err, PTO_E_INTERNAL,
-                           "The programs directory '%s' cannot be read: %s; ask the operator to "
-                           "set [device] programs to the directory that holds the NAME.so "
-                           "programs.",
-                           d->cfg.device.programs, strerror(-rc));
-    result->programs.programs = programs.items;
-    result->programs.count = programs.count;
-    return 1;
-  case PROTO_M_BUFFER_LIST:
-    if (buf_list(d->buffers, &scratch->infos, &n) < 0) break;
-    scratch->bufs = calloc(n ? n : 1, sizeof(*scratch->bufs));
-    if (!scratch->bufs) break;
-    for (size_t i = 0; i < n; i++) {
-      scratch->bufs[i].name = scratch->infos[i].name;
-      scratch->bufs[i].bytes = scratch->infos[i].bytes;
-    }
-    result->buffer_list.buffers = scratch->bufs;
-    result->buffer_list.count = (uint32_t)n;
-    return 1;
-  case PROTO_M_ADVISE:
-    scratch->advice = malloc(sizeof(*scratch->advice));
-    if (!scratch->advice || advise_result(d->advise, &result->advise, scratch->advice) < 0) break;
-    return 1;
-  default:
-    return 0;
-  }
+int service_out_of_memory(pto_error_t *err) {
   return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
+}
+
+int service_ping(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                 pto_error_t *err) {
+  const ptod_t *d = req->d;
+  (void)scratch;
+  (void)err;
+  result->ping.version = PTO_VERSION;
+  result->ping.device = d->loop.cfg.device.id;
+  result->ping.state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
+  /* "shm" last: left out when shm_limit = 0 turns the shm path off. */
+  result->ping.features = ptod_features;
+  result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]) -
+                           (d->loop.cfg.daemon.shm_limit == 0 ? 1 : 0);
+  return 0;
+}
+
+int service_status(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                   pto_error_t *err) {
+  (void)scratch;
+  (void)err;
+  serve_status(req->d, &result->status);
+  return 0;
+}
+
+int service_metrics(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                    pto_error_t *err) {
+  size_t n = 0;
+  scratch->text = metrics_feed_text(req->d, &n);
+  if (!scratch->text) return service_out_of_memory(err);
+  result->metrics.text = scratch->text;
+  result->metrics.len = n;
+  return 0;
+}
+
+int service_programs(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                     pto_error_t *err) {
+  const ptod_t *d = req->d;
+  program_list_t programs = {0};
+  int rc = rt_programs_foreach(d->device.rt, collect_program, &programs);
+  scratch->programs = programs.items;
+  if (rc < 0)
+    return pto_error_set(err, PTO_E_INTERNAL,
+                         "The programs directory '%s' cannot be read: %s; ask the operator to "
+                         "set [device] programs to the directory that holds the NAME.so "
+                         "programs.",
+                         d->loop.cfg.device.programs, strerror(-rc));
+  result->programs.programs = programs.items;
+  result->programs.count = programs.count;
+  return 0;
+}
+
+int service_buffer_list(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                        pto_error_t *err) {
+  size_t n = 0;
+  if (buf_list(req->d->device.buffers, &scratch->infos, &n) < 0) return service_out_of_memory(err);
+  scratch->bufs = calloc(n ? n : 1, sizeof(*scratch->bufs));
+  if (!scratch->bufs) return service_out_of_memory(err);
+  for (size_t i = 0; i < n; i++) {
+    scratch->bufs[i].name = scratch->infos[i].name;
+    scratch->bufs[i].bytes = scratch->infos[i].bytes;
+  }
+  result->buffer_list.buffers = scratch->bufs;
+  result->buffer_list.count = (uint32_t)n;
+  return 0;
+}
+
+int service_advise(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                   pto_error_t *err) {
+  scratch->advice = malloc(sizeof(*scratch->advice));
+  if (!scratch->advice ||
+      advise_result(req->d->device.advise, &result->advise, scratch->advice) < 0)
+    return service_out_of_memory(err);
+  return 0;
 }
 
 /* ---- admission ---------------------------------------------------------- */
 
-/* A dispatch's program and arguments, as far as the loop can tell: the
- * program exists and takes that many arguments (so a message of two
- * million arguments never reaches the queue), and the bytes it returns fit
- * one connection's output_limit. */
-static int check_dispatch(ptod_t *d, const proto_dispatch_params_t *p,
-                          const pto_program_t **ret_prog, pto_error_t *err) {
-  const pto_program_t *prog;
-  uint64_t returned = 0;
-  int rc = rt_program_get(d->rt, p->program, &prog, err);
-  if (rc < 0) return rc;
-  *ret_prog = prog;
+/* A dispatch's arguments, as far as the loop can tell: its program (found
+ * by the snapshot) takes that many arguments (so a message of two million
+ * arguments never reaches the queue), and the bytes it returns fit one
+ * connection's output_limit. */
+int service_admit_dispatch(const req_t *req, pto_error_t *err) {
+  const proto_dispatch_params_t *p = &req->params.dispatch;
+  const pto_program_t *prog = req->snap.program;
+  uint64_t returned = 0, limit = req->snap.output_limit;
+  int rc;
   if (p->nargs > prog->nargs) {
     rc = pto_error_set(err, PTO_E_INVALID_ARGS,
                        "%s: takes at most %u arguments; got %u. `ptoctl programs` lists them.",
@@ -184,15 +195,14 @@ static int check_dispatch(ptod_t *d, const proto_dispatch_params_t *p,
     if (p->args[i].kind == PTO_ARG_OUTPUT) returned += p->args[i].bytes;
     if (p->args[i].kind == PTO_ARG_INOUT) returned += p->args[i].data.len;
   }
-  if (returned > d->cfg.daemon.output_limit) {
+  if (returned > limit) {
     rc = pto_error_set(err, PTO_E_INVALID_REQUEST,
                        "The dispatch returns %llu bytes of outputs, more than one connection may "
                        "hold unread (output_limit = %llu); write them to a resident buffer and "
                        "read it in parts, or ask the operator to raise output_limit.",
-                       (unsigned long long)returned,
-                       (unsigned long long)d->cfg.daemon.output_limit);
+                       (unsigned long long)returned, (unsigned long long)limit);
     err->requested = returned;
-    err->capacity = d->cfg.daemon.output_limit;
+    err->capacity = limit;
     snprintf(err->key, sizeof(err->key), "args");
     return rc;
   }
@@ -216,31 +226,10 @@ int service_check_read(const char *name, uint64_t bytes, uint64_t output_limit,
 
 /* buffer.read into the answer: its size is known before it is queued (the
  * bytes asked for, or the buffer's size from offset on). */
-static int check_read(ptod_t *d, req_t *req, pto_error_t *err) {
+int service_admit_read(const req_t *req, pto_error_t *err) {
   const proto_buffer_read_params_t *p = &req->params.buffer_read;
-  req->output_limit = d->cfg.daemon.output_limit;
   if (p->shm) return 0; /* into the client's region, not the answer */
-  return service_check_read(p->name, buf_read_size(d->buffers, p->name, p->offset, p->bytes),
-                            req->output_limit, err);
-}
-
-int service_admit(ptod_t *d, req_t *req, pto_error_t *err) {
-  const proto_dispatch_params_t *p = &req->params.dispatch;
-  int rc;
-  if (req->method == PROTO_M_BUFFER_READ) return check_read(d, req, err);
-  if (req->method != PROTO_M_DISPATCH) return 0;
-  rc = check_dispatch(d, p, &req->program, err);
-  if (rc < 0) return rc;
-  /* DFX artefacts come back in the result (dfx.h), and as files too where
-   * there is a diagnostics_dir. */
-  req->output_limit = d->cfg.daemon.output_limit;
-  req->device_id = d->cfg.device.id;
-  if (dfx_wanted(&p->config) && d->cfg.daemon.diagnostics_dir[0]) {
-    req->diagnostics_max_bytes = d->cfg.daemon.diagnostics_max_bytes;
-    req->diagnostics_max_files = d->cfg.daemon.diagnostics_max_files;
-    req->diagnostics_dir = strdup(d->cfg.daemon.diagnostics_dir);
-    if (!req->diagnostics_dir)
-      return pto_error_set(err, PTO_E_INTERNAL, "The daemon is out of memory.");
-  }
-  return 0;
+  return service_check_read(p->name,
+                            buf_read_size(req->d->device.buffers, p->name, p->offset, p->bytes),
+                            req->snap.output_limit, err);
 }

@@ -20,20 +20,27 @@ typedef struct service_scratch {
   advise_result_mem_t *advice;
 } service_scratch_t;
 
-/* Serve a method that needs no device (ping, status, metrics, programs,
- * buffer.list, advise): 1 with *result filled (it may point into
- * *scratch), 0 when the method is one for the device, or a negative error
- * with the sentence in err.  Call service_scratch_free after, always. */
-int service_serve(ptod_t *d, proto_method_t method, proto_result_t *result,
-                  service_scratch_t *scratch, pto_error_t *err);
+/* The methods served on the loop (the method table's loop handlers): each
+ * fills *result (which may point into *scratch; both cleared by the
+ * caller) and returns 0, or a negative error with the sentence in err.
+ * Call service_scratch_free after, always. */
+typedef int service_serve_fn(req_t *req, proto_result_t *result, service_scratch_t *scratch,
+                             pto_error_t *err);
+service_serve_fn service_ping, service_status, service_metrics, service_programs,
+    service_buffer_list, service_advise;
 void service_scratch_free(service_scratch_t *scratch);
 
+/* The error of a request the daemon has no memory for: INTERNAL, "The
+ * daemon is out of memory.".  Returns -PTO_E_INTERNAL. */
+int service_out_of_memory(pto_error_t *err);
+
 /* The checks of a device request that need no device, before it is
- * queued: a dispatch's program exists and takes that many arguments, and
- * its answer fits output_limit (a buffer.read's too); what its DFX
- * artefacts need is copied in.
- * Returns 0, or a negative error with the sentence in err. */
-int service_admit(ptod_t *d, req_t *req, pto_error_t *err);
+ * queued (the method table's admission checks), on what req->snap holds:
+ * a dispatch's program takes that many arguments and its answer fits
+ * output_limit; a buffer.read's answer fits output_limit.
+ * Return 0, or a negative error with the sentence in err. */
+int service_admit_dispatch(const req_t *req, pto_error_t *err);
+int service_admit_read(const req_t *req, pto_error_t *err);
 
 /* A buffer.read of `bytes` into its answer fits output_limit: 0, or
  * -PTO_E_INVALID_REQUEST saying to read in parts (at admission, and again

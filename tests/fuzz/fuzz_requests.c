@@ -32,7 +32,6 @@
 #include "fuzz_common.h"
 #include "log.h"
 #include "ptod.h"
-#include "ptod_run.h"
 #include "request.h"
 #include "rpc.h"
 
@@ -59,58 +58,45 @@ static void setup_once(void) {
 }
 
 static void start(uint32_t max_pending) {
-  srv_options_t so;
-  srv_handlers_t h;
   pto_error_t err;
-  ptod_t *d = s.d = calloc(1, sizeof *d);
-  FUZZ_CHECK(d, "no memory");
-  cfg_defaults(&d->cfg);
-  snprintf(d->cfg.device.programs, sizeof d->cfg.device.programs, "%s", s.programs);
-  d->cfg.device.memory = 8u << 20;
-  d->cfg.device.cores = 2;
+  pto_sizing_t env;
+  cfg_t cfg;
+  cfg_defaults(&cfg);
+  memset(&env, 0, sizeof env);
+  snprintf(cfg.device.programs, sizeof cfg.device.programs, "%s", s.programs);
+  cfg.device.memory = 8u << 20;
+  cfg.device.cores = 2;
   for (int r = 0; r < PTO_RING_COUNT; r++) {
-    d->cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 64;
-    d->cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 16;
-    d->cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 256;
+    cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 64;
+    cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 16;
+    cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 256;
   }
-  prewarm_record_init(&d->prewarm);
-  d->started_ns = dsp_now_ns();
-  FUZZ_CHECK(ptod_open_device(d, &err) == 0, "the sim device did not open: %s", err.message);
+  snprintf(cfg.daemon.socket, sizeof cfg.daemon.socket, "%s", s.path);
+  cfg.daemon.socket_mode = 0600;
+  cfg.daemon.max_clients = 4;
+  cfg.daemon.max_message = MAX_MESSAGE;
+  cfg.daemon.max_objects = MAX_OBJECTS;
+  cfg.daemon.max_pending = max_pending;
+  cfg.daemon.input_limit = 4u << 20;
+  cfg.daemon.clients_memory = 64u << 20;
+  cfg.daemon.output_limit = 64u << 20; /* an 8 MiB buffer.read fits: nothing is cut unanswered */
+  cfg.daemon.client_timeout_ms = 600000;
   FUZZ_CHECK(uv_loop_init(&s.loop) == 0, "uv_loop_init");
-  d->loop = &s.loop;
-  FUZZ_CHECK(dsp_create(&s.loop, req_queue_capacity(&d->cfg), &d->dsp) == 0, "dsp_create");
-  memset(&so, 0, sizeof so);
-  so.socket_path = s.path;
-  so.socket_mode = 0600;
-  so.socket_gid = (gid_t)-1;
-  so.max_clients = 4;
-  so.max_message = MAX_MESSAGE;
-  so.max_objects = MAX_OBJECTS;
-  so.max_pending = max_pending;
-  so.input_limit = 4u << 20;
-  so.clients_memory = 64u << 20;
-  so.output_limit = 64u << 20; /* an 8 MiB buffer.read fits: nothing is cut unanswered */
-  so.client_timeout_ms = 600000;
-  h = req_handlers(d);
-  FUZZ_CHECK(srv_create(&s.loop, &so, &h, &d->srv, &err) == 0 && srv_listen(d->srv, &err) == 0,
-             "the server did not start: %s", err.message);
-  atomic_store(&d->state, PTOD_READY);
+  FUZZ_CHECK(ptod_create(&cfg, &env, &s.loop, req_handlers, &s.d, &err) == 0,
+             "the daemon did not start: %s", err.message);
+  FUZZ_CHECK(srv_listen(s.d->loop.srv, &err) == 0, "the server did not start: %s", err.message);
+  atomic_store(&s.d->state, PTOD_READY);
 }
 
 static void stop(void) {
   ptod_t *d = s.d;
   srv_memory_t mem;
-  srv_memory(d->srv, &mem);
+  srv_memory(d->loop.srv, &mem);
   FUZZ_CHECK(mem.input == 0 && mem.output == 0, "%llu bytes of input and %llu of output held "
              "after the client left", (unsigned long long)mem.input,
              (unsigned long long)mem.output);
-  srv_close(d->srv);
-  dsp_destroy(d->dsp);
-  uv_run(&s.loop, UV_RUN_DEFAULT);
+  ptod_destroy(d);
   FUZZ_CHECK(uv_loop_close(&s.loop) == 0, "a loop handle is still open");
-  ptod_close_device(d);
-  prewarm_record_destroy(&d->prewarm);
-  free(d);
 }
 
 /* The message at the front of [p, p + len) as a reader limited to
@@ -280,7 +266,7 @@ static void converse(piece_t *pieces, size_t npieces, bytes_t *sent, bytes_t *go
       FUZZ_CHECK(errno == EINTR, "poll: %s", strerror(errno)); /* EINTR: libFuzzer's timer */
   }
   close(fd);
-  while (srv_client_count(s.d->srv) > 0) uv_run(&s.loop, UV_RUN_ONCE);
+  while (srv_client_count(s.d->loop.srv) > 0) uv_run(&s.loop, UV_RUN_ONCE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

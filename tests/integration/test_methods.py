@@ -221,6 +221,12 @@ class Methods(harness.DaemonTest):
         self.assertError(err, "UNKNOWN_METHOD", contains=["'Ping'"])
         self.assertEqual(self.c.call("ping")["state"], "ready")
 
+    def test_unknown_method_long_name_is_cut(self):
+        """A long unknown name is echoed cut at 64 bytes, marked with '...'."""
+        err = self.c.call_err("m" * 100)
+        self.assertError(err, "UNKNOWN_METHOD", contains=["'" + "m" * 64 + "...'"])
+        self.assertNotIn("m" * 65, err["message"])
+
     def test_unknown_method_not_utf8(self):
         """The name is echoed escaped: the error stays valid UTF-8."""
         raw = b"\x94\x00\xcd\x03\xe8\xa4\xff\xfe\\A\x90"  # [0, 1000, "\xff\xfe\\A", []]

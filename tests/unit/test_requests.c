@@ -22,9 +22,7 @@
 
 #include "check_main.h"
 #include "ptod.h"
-#include "ptod_run.h"
 #include "request.h"
-#include "server_options.h"
 
 #define MAX_ANSWERS 256
 
@@ -48,33 +46,27 @@ static int nanswers;
 
 static void setup_with(uint32_t queue_depth, uint32_t queue_full) {
   pto_error_t err;
-  srv_options_t so;
-  srv_handlers_t h;
-  d = calloc(1, sizeof(*d));
-  cfg_defaults(&d->cfg);
-  snprintf(d->cfg.device.programs, sizeof(d->cfg.device.programs), "%s", PTOD_TEST_PROGRAMS_DIR);
-  d->cfg.device.memory = 256u << 20;
-  d->cfg.device.cores = 2;
-  d->cfg.daemon.queue_depth = queue_depth;
-  d->cfg.daemon.queue_full = queue_full;
+  pto_sizing_t env;
+  cfg_t cfg;
+  cfg_defaults(&cfg);
+  memset(&env, 0, sizeof(env));
+  snprintf(cfg.device.programs, sizeof(cfg.device.programs), "%s", PTOD_TEST_PROGRAMS_DIR);
+  cfg.device.memory = 256u << 20;
+  cfg.device.cores = 2;
+  cfg.daemon.queue_depth = queue_depth;
+  cfg.daemon.queue_full = queue_full;
   for (int r = 0; r < PTO_RING_COUNT; r++) {
-    d->cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 256;
-    d->cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 20;
-    d->cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 1024;
+    cfg.ring.value[PTO_FIELD_TASK_WINDOW][r] = 256;
+    cfg.ring.value[PTO_FIELD_HEAP][r] = 1u << 20;
+    cfg.ring.value[PTO_FIELD_DEP_POOL][r] = 1024;
   }
-  prewarm_record_init(&d->prewarm);
-  d->started_ns = dsp_now_ns();
-  ck_assert_int_eq(ptod_open_device(d, &err), 0);
-  uv_loop_init(&loop);
-  d->loop = &loop;
-  ck_assert_int_eq(dsp_create(&loop, req_queue_capacity(&d->cfg), &d->dsp), 0);
   snprintf(dir, sizeof(dir), "/tmp/ptod-req-test-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(path, sizeof(path), "%s/s.sock", dir);
-  so = test_server_options(path);
-  h = req_handlers(d);
-  ck_assert_int_eq(srv_create(&loop, &so, &h, &d->srv, &err), 0);
-  ck_assert_int_eq(srv_listen(d->srv, &err), 0);
+  snprintf(cfg.daemon.socket, sizeof(cfg.daemon.socket), "%s", path);
+  uv_loop_init(&loop);
+  ck_assert_int_eq(ptod_create(&cfg, &env, &loop, req_handlers, &d, &err), 0);
+  ck_assert_int_eq(srv_listen(d->loop.srv, &err), 0);
   atomic_store(&d->state, PTOD_READY);
   nanswers = 0;
 }
@@ -83,13 +75,8 @@ static void setup(void) { setup_with(64, CFG_QUEUE_WAIT); }
 static void setup_busy(void) { setup_with(2, CFG_QUEUE_BUSY); }
 
 static void teardown(void) {
-  srv_close(d->srv);
-  dsp_destroy(d->dsp);
-  uv_run(&loop, UV_RUN_DEFAULT);
+  ptod_destroy(d);
   ck_assert_int_eq(uv_loop_close(&loop), 0);
-  ptod_close_device(d);
-  prewarm_record_destroy(&d->prewarm);
-  free(d);
   unlink(path);
   rmdir(dir);
 }
@@ -182,6 +169,19 @@ static void run_until(client_t *cs, int nclients, int want) {
 }
 
 /* A few loop turns: what was sent is read and queued. */
+/* The daemon's dispatch totals (metrics.h). */
+static uint64_t dispatches_ok(void) {
+  metrics_totals_t t;
+  metrics_totals(d->metrics, &t);
+  return t.dispatches_ok;
+}
+
+static uint64_t dispatches_rejected(void) {
+  metrics_totals_t t;
+  metrics_totals(d->metrics, &t);
+  return t.dispatches_rejected;
+}
+
 static void turn_loop(int n) {
   for (int i = 0; i < n; i++) {
     uv_run(&loop, UV_RUN_NOWAIT);
@@ -196,15 +196,15 @@ static void turn_until_read(uint32_t n) {
   uint64_t end = now_ms() + 20000;
   dsp_stats_t st;
   for (;;) {
-    dsp_get_stats(d->dsp, &st);
-    if (st.depth + st.running + atomic_load(&d->dispatches_ok) +
-            atomic_load(&d->dispatches_rejected) >= n ||
+    dsp_get_stats(d->loop.dsp, &st);
+    if (st.depth + st.running + dispatches_ok() +
+            dispatches_rejected() >= n ||
         now_ms() >= end)
       break;
     turn_loop(1);
   }
-  ck_assert_uint_ge(st.depth + st.running + atomic_load(&d->dispatches_ok) +
-                        atomic_load(&d->dispatches_rejected), n);
+  ck_assert_uint_ge(st.depth + st.running + dispatches_ok() +
+                        dispatches_rejected(), n);
 }
 
 START_TEST(connections_take_turns) {
@@ -248,14 +248,14 @@ START_TEST(busy_beyond_queue_depth) {
   send_noop(&c, 1, 200000);
   do {
     turn_loop(1);
-    dsp_get_stats(d->dsp, &st);
+    dsp_get_stats(d->loop.dsp, &st);
   } while (!st.running);
   for (uint32_t i = 2; i <= 10; i++) send_noop(&c, i, 200000);
   run_until(&c, 1, 10);
   for (int i = 0; i < nanswers; i++) busy += strcmp(answers[i].error, "BUSY") == 0;
   /* One running, queue_depth (2) waiting: the other 7 fail fast. */
   ck_assert_int_eq(busy, 7);
-  ck_assert_uint_eq(atomic_load(&d->dispatches_ok), 3);
+  ck_assert_uint_eq(dispatches_ok(), 3);
   client_close(&c);
 }
 END_TEST
@@ -269,11 +269,11 @@ START_TEST(closed_connection_drops_what_waits) {
   client_close(&c[0]);
   send_noop(&c[1], 1, 0);
   run_until(&c[1], 1, 1);
-  while (!dsp_idle(d->dsp)) turn_loop(1);
+  while (!dsp_idle(d->loop.dsp)) turn_loop(1);
   /* The one running when it closed ran (and maybe one the device had
    * already taken); the device dropped the rest, whose client was gone. */
-  ck_assert_uint_le(atomic_load(&d->dispatches_ok), 1 + 2);
-  ck_assert_uint_eq(atomic_load(&d->dispatches_ok) + atomic_load(&d->dispatches_rejected), 21);
+  ck_assert_uint_le(dispatches_ok(), 1 + 2);
+  ck_assert_uint_eq(dispatches_ok() + dispatches_rejected(), 21);
   client_close(&c[1]);
 }
 END_TEST
@@ -285,7 +285,7 @@ START_TEST(drain_answers_waiting_requests) {
   for (uint32_t i = 1; i <= 10; i++) send_noop(&c, i, 20000);
   turn_until_read(10);
   atomic_store(&d->state, PTOD_DRAINING);
-  dsp_drain(d->dsp);
+  dsp_drain(d->loop.dsp);
   run_until(&c, 1, 10);
   for (int i = 0; i < nanswers; i++) down += strcmp(answers[i].error, "SHUTTING_DOWN") == 0;
   ck_assert_int_ge(down, 10 - 2);
