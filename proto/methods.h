@@ -8,7 +8,7 @@
  * params.dispatch, result.buffer_read, ...); methods without params have no
  * member and take NULL.
  *
- * The result types are the public ones of <pto/client.h> (one shape per
+ * The result types are the public ones of <pto/protocol.h> (one shape per
  * result): the rows in methods.c name their fields, so libptoclient
  * decodes an answer straight into what its caller reads, and a new result
  * key is one struct member there plus one row here.  The proto_*_t names
@@ -68,14 +68,14 @@
 #include <stdint.h>
 
 #include <msgpack.h>
-#include <pto/client.h>
 #include <pto/errors.h>
 #include <pto/program.h>
+#include <pto/protocol.h>
 #include <pto/sizing.h>
 
 #include "rpc.h"
 
-/* The method list is the public one (pto/client.h), so PROTO_M_x ==
+/* The method list is the public one (pto/protocol.h), so PROTO_M_x ==
  * PTO_METHOD_x. */
 typedef enum proto_method {
 #define PROTO_METHOD_ENUM_(id, name) PROTO_M_##id,
@@ -212,7 +212,7 @@ typedef union proto_params {
   proto_shm_unregister_params_t shm_unregister;
 } proto_params_t;
 
-/* Results: the public structs of <pto/client.h>, under the names the
+/* Results: the public structs of <pto/protocol.h>, under the names the
  * daemon's code uses. */
 typedef pto_ping_t proto_ping_result_t;
 typedef pto_arena_info_t proto_arena_t; /* status.arena and prewarm's result */

@@ -295,7 +295,11 @@ int proto_error_decode(const msgpack_object *obj, pto_error_t *ret) {
     else if (key_is(k, "capacity") && val->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
       ret->capacity = val->via.u64;
   }
-  if (code < 0 && name[0]) code = pto_error_from_name(name);
+  if (code < 0 && name[0]) {
+    code = pto_error_from_name(name);
+    /* libptoclient's own codes (pto/errors.h) are never sent: no such name. */
+    if (code >= PTO_LOCAL_ERROR_FIRST) code = -1;
+  }
   if (code <= 0) {
     pto_error_set(ret, PTO_E_INTERNAL,
                   "The peer sent an error map without a usable code or name; it does not speak "

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # cmake -DNM=nm -DPURE_LIBS=a.a;b.a -DSOURCE_DIR=... -P check_layering.cmake
-# Fails when a pure library needs a msgpack symbol, or when a build file
-# globs for sources (.c or .py).
+# Fails when a pure library needs a msgpack symbol, when proto/ or daemon/
+# include from the client library, or when a build file globs for sources
+# (.c or .py).
 foreach(lib IN LISTS PURE_LIBS)
   execute_process(COMMAND ${NM} -u ${lib} OUTPUT_VARIABLE undefined RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -14,6 +15,19 @@ foreach(lib IN LISTS PURE_LIBS)
   endif()
   message(STATUS "${lib}: no msgpack symbols")
 endforeach()
+
+# proto/ and daemon/ compile against the protocol (pto/protocol.h), never
+# against the client library: no pto/client.h, nothing from client/.
+foreach(dir proto daemon)
+  file(GLOB_RECURSE sources ${SOURCE_DIR}/${dir}/*.c ${SOURCE_DIR}/${dir}/*.h)
+  foreach(f IN LISTS sources)
+    file(STRINGS ${f} includes REGEX "^#[ \t]*include[ \t]*[<\"](pto/client\\.h|[./]*client/)")
+    if(includes)
+      message(FATAL_ERROR "${f} includes from the client library: ${includes}")
+    endif()
+  endforeach()
+endforeach()
+message(STATUS "proto/ and daemon/ include nothing of the client's")
 
 set(build_files CMakeLists.txt)
 # bench/ is built only with PTOD_BENCH and is left out for now.

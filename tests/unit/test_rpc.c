@@ -268,6 +268,13 @@ START_TEST(error_decode_is_lenient) {
   ck_assert_int_eq(proto_error_decode(m.env.result, &e), -PTO_E_INVALID_REQUEST);
   ck_assert_int_eq(e.code, PTO_E_INTERNAL);
   msg_free(&m);
+
+  /* libptoclient's own names share the table but are never sent: a peer
+   * naming one has given no usable name */
+  msg_decode(&m, "[1, 1, {\"name\": \"CONNECTION_LOST\"}, nil]");
+  ck_assert_int_eq(proto_error_decode(m.env.error, &e), -PTO_E_INVALID_REQUEST);
+  ck_assert_int_eq(e.code, PTO_E_INTERNAL);
+  msg_free(&m);
 }
 END_TEST
 
