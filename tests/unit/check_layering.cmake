@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# cmake -DNM=nm -DPURE_LIBS=a.a;b.a -DSOURCE_DIR=... -P check_layering.cmake
-# Fails when a pure library needs a msgpack symbol, when proto/ or daemon/
+# cmake -DNM=nm -DPURE_LIBS=a.a;b.a -DAPI_ONLY_LIBS=c.a -DSOURCE_DIR=... -P check_layering.cmake
+# Fails when a pure library needs a msgpack symbol, when an API-only
+# library defines a global symbol other than pto_*, when proto/ or daemon/
 # include from the client library, or when a build file globs for sources
 # (.c or .py).
 foreach(lib IN LISTS PURE_LIBS)
@@ -14,6 +15,21 @@ foreach(lib IN LISTS PURE_LIBS)
     message(FATAL_ERROR "${lib} must not link msgpack-c, but needs: ${needed}")
   endif()
   message(STATUS "${lib}: no msgpack symbols")
+endforeach()
+
+# The installed static library exposes only its API (client/localize_archive.cmake).
+foreach(lib IN LISTS API_ONLY_LIBS)
+  execute_process(COMMAND ${NM} -g --defined-only ${lib} OUTPUT_VARIABLE defined
+    RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${NM} -g ${lib} failed (${rc}).")
+  endif()
+  string(REGEX MATCHALL " [A-Za-z] [A-Za-z0-9_.]+" symbols "${defined}")
+  list(FILTER symbols EXCLUDE REGEX " [A-Za-z] pto_")
+  if(symbols)
+    message(FATAL_ERROR "${lib} exposes more than pto_*: ${symbols}")
+  endif()
+  message(STATUS "${lib}: only pto_* symbols")
 endforeach()
 
 # proto/ and daemon/ compile against the protocol (pto/protocol.h), never
