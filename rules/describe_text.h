@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* proto/describe_text.h — how a text someone sent is shown in an error
+/* rules/describe_text.h — how a text someone sent is shown in an error
  * message.  Pure: the sizing rules of ptorules use it without msgpack;
  * describe.h adds the msgpack describer. */
-#ifndef PROTO_DESCRIBE_TEXT_H
-#define PROTO_DESCRIBE_TEXT_H
+#ifndef RULES_DESCRIBE_TEXT_H
+#define RULES_DESCRIBE_TEXT_H
 
 #include <stddef.h>
 
