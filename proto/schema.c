@@ -379,9 +379,7 @@ static int check_key(schema_ctx_t *ctx, const schema_t *sc, const msgpack_object
   }
   *ret_row = SIZE_MAX;
   if (!ctx->strict) return 0;
-  if (proto_escape_text(k->via.str.ptr, k->via.str.size, PROTO_NAME_MAX, name, sizeof(name) - 3) <
-      k->via.str.size)
-    strcat(name, "...");
+  proto_show_text(k->via.str.ptr, k->via.str.size, PROTO_NAME_MAX, name, sizeof(name));
   if (sc->nfields == 0)
     return fail(ctx, PTO_E_INVALID_REQUEST, name, "unknown key '%s' in %s; %s takes no parameters.",
                 name, ctx->what, ctx->method);

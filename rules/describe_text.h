@@ -15,6 +15,11 @@
  * s it showed (< len: it was cut). */
 size_t proto_escape_text(const char *s, size_t len, size_t max_shown, char *buf, size_t buflen);
 
+/* A name or key someone sent, for an error message: escaped as above, at
+ * most max_shown bytes of s, then "..." when it was cut.  The "..." always
+ * fits: the escaping stops 3 bytes short of buflen (>= 4). */
+void proto_show_text(const char *s, size_t len, size_t max_shown, char *buf, size_t buflen);
+
 /* "text" for len bytes of s, quoted and escaped as above, cut at 40 bytes
  * ("..." after the closing quote of a cut text). */
 void proto_describe_text(const char *s, size_t len, char *buf, size_t buflen);
