@@ -254,7 +254,7 @@ typedef union proto_result {
  * message was unpacked into (unpacked.zone, never NULL after proto_decode):
  * decoded strings and arrays are allocated there.  ret may be NULL for methods without params.  Returns 0,
  * -PTO_E_INVALID_REQUEST, -PTO_E_INVALID_CONFIG (ret_err says which key and
- * why), or -ENOMEM. */
+ * why), or -PTO_E_INTERNAL, out of memory (pto/errors.h: never an errno). */
 int proto_params_decode(proto_method_t method, const msgpack_object *params, msgpack_zone *zone,
                         proto_params_t *ret, pto_error_t *ret_err);
 
@@ -268,7 +268,7 @@ int proto_result_pack(msgpack_packer *pk, proto_method_t method, const proto_res
 
 /* Decode the result object of a successful response to `method`.  Returns
  * 0, -PTO_E_INVALID_REQUEST naming the bad key ("... in status result"), or
- * -ENOMEM. */
+ * -PTO_E_INTERNAL, out of memory. */
 int proto_result_decode(proto_method_t method, const msgpack_object *result, msgpack_zone *zone,
                         proto_result_t *ret, pto_error_t *ret_err);
 

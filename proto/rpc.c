@@ -136,7 +136,8 @@ int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
   } else {
     ur = msgpack_unpack_next(unpacked, data, len, &off);
   }
-  if (ur == MSGPACK_UNPACK_NOMEM_ERROR) return -ENOMEM;
+  if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
+    return pto_error_set(ret_err, PTO_E_INTERNAL, "Out of memory while decoding a message.");
   if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
     return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
                          "The message is not valid msgpack; check the sender's encoder.");

@@ -145,8 +145,8 @@ int schema_bad_value(schema_ctx_t *ctx, const char *key, const char *expect,
 }
 
 static int nomem(schema_ctx_t *ctx) {
-  pto_error_set(ctx->err, PTO_E_INTERNAL, "Out of memory while decoding the %s.", ctx->what);
-  return -ENOMEM;
+  return pto_error_set(ctx->err, PTO_E_INTERNAL, "Out of memory while decoding the %s.",
+                       ctx->what);
 }
 
 static bool get_u64(const msgpack_object *o, uint64_t *ret) {
@@ -352,7 +352,7 @@ int schema_decode(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_objec
     case SK_LIST: return decode_list(ctx, s, o, base);
     case SK_CUSTOM: return ((const schema_custom_t *)s->sub)->decode(ctx, s, o, field);
   }
-  return -EINVAL;
+  return pto_error_set(ctx->err, PTO_E_INTERNAL, "A row of the %s has no known kind.", ctx->what);
 }
 
 static void known_keys(const schema_t *sc, char *buf, size_t len) {

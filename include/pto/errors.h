@@ -9,9 +9,21 @@
  * timeout, an answer it cannot read): a daemon never sends them, and a
  * peer's error naming one is not taken as that code.
  *
- * Conventions: functions that can fail return 0 or a negative value, -code,
- * where code is one of PTO_E_*; the details go into a pto_error_t that the
- * caller owns (no allocation).
+ * Return values: one channel carries one kind of code.  PTO_E_* 1..11
+ * have the numbers of EPERM..EAGAIN, so a negative int is only ever read
+ * as the kind its function declares, and the pto_error_t parameter says
+ * which:
+ *   - A function that takes a pto_error_t returns 0 or -code, code one of
+ *     PTO_E_*, never an errno value; the details go into the pto_error_t,
+ *     which the caller owns (no allocation).  Out of memory is a PTO_E code
+ *     too: PTO_E_INTERNAL from the shared codec (the daemon answers it),
+ *     PTO_E_NO_MEMORY from libptoclient's API.  This is the whole public
+ *     API of libptoclient, the codec's decoders (proto/), the sizing rules
+ *     and the daemon's request path.
+ *   - A function without one (encoders, paths, system wrappers,
+ *     pto_size_parse) returns 0 or -errno.  Its caller that does take a
+ *     pto_error_t converts the errno there, once, into a PTO_E_* code and a
+ *     sentence; an errno value never travels further up.
  */
 #ifndef PTO_ERRORS_H
 #define PTO_ERRORS_H
