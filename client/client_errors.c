@@ -1,43 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The client's error table and the helpers that fill a pto_error_t. */
+/* Names of the error codes (the one table of pto/errors.h) and the helpers
+ * that fill a pto_error_t. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "client_internal.h"
 
-static const struct {
-  int code;
-  const char *name;
-  const char *message;
-} client_errors[] = {
-#define CLIENT_ERROR_ROW_(name, code, msg) {(code), #name, (msg)},
-    PTO_CLIENT_ERROR_MAP(CLIENT_ERROR_ROW_)
-#undef CLIENT_ERROR_ROW_
-};
-
-#define CLIENT_ERROR_COUNT (sizeof(client_errors) / sizeof(client_errors[0]))
-
-static int find(int code) {
-  for (size_t i = 0; i < CLIENT_ERROR_COUNT; i++)
-    if (client_errors[i].code == code) return (int)i;
-  return -1;
-}
-
 const char *pto_client_error_name(int code) {
   const char *name;
-  int i;
   if (code < 0) code = -code;
   if (code == 0) return "OK";
   name = pto_error_name(code);
-  if (name) return name;
-  i = find(code);
-  return i >= 0 ? client_errors[i].name : "UNKNOWN";
+  return name ? name : "UNKNOWN";
 }
 
 bool pto_client_error_is_local(int code) {
   if (code < 0) code = -code;
-  return find(code) >= 0;
+  return code >= PTO_LOCAL_ERROR_FIRST && pto_error_name(code) != NULL;
 }
 
 int client_error(pto_error_t *err, int code, const char *fmt, ...) {
@@ -50,8 +30,7 @@ int client_error(pto_error_t *err, int code, const char *fmt, ...) {
       vsnprintf(err->message, sizeof(err->message), fmt, ap);
       va_end(ap);
     } else {
-      int i = find(code);
-      const char *msg = i >= 0 ? client_errors[i].message : pto_error_default_message(code);
+      const char *msg = pto_error_default_message(code);
       snprintf(err->message, sizeof(err->message), "%s", msg ? msg : "Unknown error.");
     }
   }

@@ -145,7 +145,7 @@ static int check_known(const char *key, const msgpack_object *value, pto_error_t
   msgpack_zone_destroy(&zone);
   if (rc == 0) return 0;
   if (rc == -PTO_E_INVALID_REQUEST && strcmp(e.key, key) == 0) return 1;
-  if (rc == -ENOMEM) return client_error(err, PTO_E_NO_MEMORY, NULL);
+  if (rc == -PTO_E_INTERNAL) return client_error(err, PTO_E_NO_MEMORY, NULL); /* out of memory */
   if (err) *err = e;
   return rc;
 }

@@ -113,7 +113,7 @@ static int decode_result(pto_client_t *c, reply_t *rp, proto_method_t m,
   int rc;
   pto_error_clear(&perr);
   rc = proto_result_decode(m, env->result, rp->up.zone, &rp->r, &perr);
-  if (rc == -ENOMEM) return -PTO_E_NO_MEMORY;
+  if (rc == -PTO_E_INTERNAL) return -PTO_E_NO_MEMORY; /* the codec's out of memory */
   if (rc < 0) {
     ret->kind = REPLY_ERROR;
     client_error(&ret->err, PTO_E_PROTOCOL_ERROR,
@@ -160,7 +160,7 @@ int client_reply_decode(pto_client_t *c, rxbuf_msg_t *msg,
   memset(msg, 0, sizeof(*msg));
   msgpack_unpacked_init(&rp->up);
   rc = proto_decode(rp->msg.bytes, rp->msg.len, &rp->up, &env, &perr);
-  if (rc == -ENOMEM) {
+  if (rc == -PTO_E_INTERNAL) { /* the codec's out of memory */
     reply_destroy(rp);
     return -PTO_E_NO_MEMORY;
   }

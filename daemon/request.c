@@ -381,21 +381,19 @@ static int decode_request(req_t *req, const proto_envelope_t *env) {
   int method = proto_method_from_name(env->method, env->method_len);
   int rc;
   if (method < 0) {
-    char shown[4 * 64 + 1];
-    bool cut = proto_escape_text(env->method, env->method_len, 64, shown, sizeof(shown)) <
-               env->method_len;
+    char shown[4 * 64 + 4];
+    proto_show_text(env->method, env->method_len, 64, shown, sizeof(shown));
     pto_error_set(&err, PTO_E_UNKNOWN_METHOD,
-                  "There is no method '%s%s'; the methods are ping, status, metrics, programs, "
+                  "There is no method '%s'; the methods are ping, status, metrics, programs, "
                   "dispatch, buffer.alloc, buffer.write, buffer.read, buffer.free, buffer.list, "
                   "prewarm, advise, shm.register, shm.unregister and shm.list.",
-                  shown, cut ? "..." : "");
+                  shown);
     reject(req, &err);
     return -1;
   }
   req->method = (proto_method_t)method;
   rc = proto_params_decode(req->method, env->params, req->unpacked.zone, &req->params, &err);
-  if (rc < 0) {
-    if (rc == -ENOMEM) service_out_of_memory(&err);
+  if (rc < 0) { /* the codec's own sentence, out of memory included */
     reject(req, &err);
     return -1;
   }

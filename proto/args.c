@@ -141,9 +141,7 @@ static int arg_no_nil(schema_ctx_t *ctx, const msgpack_object *o) {
     const msgpack_object_kv *kv = &o->via.map.ptr[i];
     char shown[4 * 32 + 4];
     if (kv->val.type != MSGPACK_OBJECT_NIL || kv->key.type != MSGPACK_OBJECT_STR) continue;
-    if (proto_escape_text(kv->key.via.str.ptr, kv->key.via.str.size, 32, shown,
-                          sizeof(shown) - 3) < kv->key.via.str.size)
-      strcat(shown, "...");
+    proto_show_text(kv->key.via.str.ptr, kv->key.via.str.size, 32, shown, sizeof(shown));
     return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
                          "%skey '%s' is nil; a dispatch argument must be one of " ARG_FORMS ".",
                          ctx->prefix, shown);

@@ -241,7 +241,7 @@ static const schema_t no_params_schema = {.nfields = 0};
 
 /* --- results ------------------------------------------------------------ */
 
-/* Rows of the public result structs of <pto/client.h>: what libptoclient
+/* Rows of the public result structs of <pto/protocol.h>: what libptoclient
  * decodes into and the daemon encodes from.  Decoding ignores keys that
  * have no row (a newer daemon's). */
 

@@ -8,7 +8,7 @@
  * params.dispatch, result.buffer_read, ...); methods without params have no
  * member and take NULL.
  *
- * The result types are the public ones of <pto/client.h> (one shape per
+ * The result types are the public ones of <pto/protocol.h> (one shape per
  * result): the rows in methods.c name their fields, so libptoclient
  * decodes an answer straight into what its caller reads, and a new result
  * key is one struct member there plus one row here.  The proto_*_t names
@@ -68,14 +68,14 @@
 #include <stdint.h>
 
 #include <msgpack.h>
-#include <pto/client.h>
 #include <pto/errors.h>
 #include <pto/program.h>
+#include <pto/protocol.h>
 #include <pto/sizing.h>
 
 #include "rpc.h"
 
-/* The method list is the public one (pto/client.h), so PROTO_M_x ==
+/* The method list is the public one (pto/protocol.h), so PROTO_M_x ==
  * PTO_METHOD_x. */
 typedef enum proto_method {
 #define PROTO_METHOD_ENUM_(id, name) PROTO_M_##id,
@@ -212,7 +212,7 @@ typedef union proto_params {
   proto_shm_unregister_params_t shm_unregister;
 } proto_params_t;
 
-/* Results: the public structs of <pto/client.h>, under the names the
+/* Results: the public structs of <pto/protocol.h>, under the names the
  * daemon's code uses. */
 typedef pto_ping_t proto_ping_result_t;
 typedef pto_arena_info_t proto_arena_t; /* status.arena and prewarm's result */
@@ -254,7 +254,7 @@ typedef union proto_result {
  * message was unpacked into (unpacked.zone, never NULL after proto_decode):
  * decoded strings and arrays are allocated there.  ret may be NULL for methods without params.  Returns 0,
  * -PTO_E_INVALID_REQUEST, -PTO_E_INVALID_CONFIG (ret_err says which key and
- * why), or -ENOMEM. */
+ * why), or -PTO_E_INTERNAL, out of memory (pto/errors.h: never an errno). */
 int proto_params_decode(proto_method_t method, const msgpack_object *params, msgpack_zone *zone,
                         proto_params_t *ret, pto_error_t *ret_err);
 
@@ -268,7 +268,7 @@ int proto_result_pack(msgpack_packer *pk, proto_method_t method, const proto_res
 
 /* Decode the result object of a successful response to `method`.  Returns
  * 0, -PTO_E_INVALID_REQUEST naming the bad key ("... in status result"), or
- * -ENOMEM. */
+ * -PTO_E_INTERNAL, out of memory. */
 int proto_result_decode(proto_method_t method, const msgpack_object *result, msgpack_zone *zone,
                         proto_result_t *ret, pto_error_t *ret_err);
 

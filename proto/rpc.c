@@ -136,7 +136,8 @@ int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
   } else {
     ur = msgpack_unpack_next(unpacked, data, len, &off);
   }
-  if (ur == MSGPACK_UNPACK_NOMEM_ERROR) return -ENOMEM;
+  if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
+    return pto_error_set(ret_err, PTO_E_INTERNAL, "Out of memory while decoding a message.");
   if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
     return pto_error_set(ret_err, PTO_E_INVALID_REQUEST,
                          "The message is not valid msgpack; check the sender's encoder.");
@@ -295,7 +296,11 @@ int proto_error_decode(const msgpack_object *obj, pto_error_t *ret) {
     else if (key_is(k, "capacity") && val->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
       ret->capacity = val->via.u64;
   }
-  if (code < 0 && name[0]) code = pto_error_from_name(name);
+  if (code < 0 && name[0]) {
+    code = pto_error_from_name(name);
+    /* libptoclient's own codes (pto/errors.h) are never sent: no such name. */
+    if (code >= PTO_LOCAL_ERROR_FIRST) code = -1;
+  }
   if (code <= 0) {
     pto_error_set(ret, PTO_E_INTERNAL,
                   "The peer sent an error map without a usable code or name; it does not speak "

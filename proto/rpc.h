@@ -74,7 +74,8 @@ typedef struct proto_envelope {
  * The structure is checked again here (depth, claims against len), so
  * data need not have come through a proto_reader, but the reader is what
  * stops an oversized message before it is buffered whole.
- * May also return -ENOMEM (msgpack-c could not allocate its zone).
+ * May also return -PTO_E_INTERNAL, out of memory (msgpack-c could not
+ * allocate its zone); ret_err says so.
  * When unpacked->zone is already set (proto_zone_new), the objects are
  * decoded into it; else msgpack-c makes one of its default size (8 KiB
  * twice over). */

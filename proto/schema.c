@@ -145,8 +145,8 @@ int schema_bad_value(schema_ctx_t *ctx, const char *key, const char *expect,
 }
 
 static int nomem(schema_ctx_t *ctx) {
-  pto_error_set(ctx->err, PTO_E_INTERNAL, "Out of memory while decoding the %s.", ctx->what);
-  return -ENOMEM;
+  return pto_error_set(ctx->err, PTO_E_INTERNAL, "Out of memory while decoding the %s.",
+                       ctx->what);
 }
 
 static bool get_u64(const msgpack_object *o, uint64_t *ret) {
@@ -352,7 +352,7 @@ int schema_decode(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_objec
     case SK_LIST: return decode_list(ctx, s, o, base);
     case SK_CUSTOM: return ((const schema_custom_t *)s->sub)->decode(ctx, s, o, field);
   }
-  return -EINVAL;
+  return pto_error_set(ctx->err, PTO_E_INTERNAL, "A row of the %s has no known kind.", ctx->what);
 }
 
 static void known_keys(const schema_t *sc, char *buf, size_t len) {
@@ -379,9 +379,7 @@ static int check_key(schema_ctx_t *ctx, const schema_t *sc, const msgpack_object
   }
   *ret_row = SIZE_MAX;
   if (!ctx->strict) return 0;
-  if (proto_escape_text(k->via.str.ptr, k->via.str.size, PROTO_NAME_MAX, name, sizeof(name) - 3) <
-      k->via.str.size)
-    strcat(name, "...");
+  proto_show_text(k->via.str.ptr, k->via.str.size, PROTO_NAME_MAX, name, sizeof(name));
   if (sc->nfields == 0)
     return fail(ctx, PTO_E_INVALID_REQUEST, name, "unknown key '%s' in %s; %s takes no parameters.",
                 name, ctx->what, ctx->method);

@@ -77,6 +77,7 @@
 
 #include <pto/errors.h>
 #include <pto/program.h>
+#include <pto/protocol.h>
 #include <pto/sizing.h>
 
 #ifdef __cplusplus
@@ -85,22 +86,8 @@ extern "C" {
 
 /* --- errors -------------------------------------------------------------- */
 
-/* Errors of the client side, numbered from 2000 so that they never collide
- * with the daemon's (pto/errors.h).  X(NAME, code, default message) */
-#define PTO_CLIENT_ERROR_MAP(X)                                                        \
-  X(CONNECT_FAILED, 2001, "Cannot connect to the daemon.")                             \
-  X(CONNECTION_LOST, 2002, "The connection to the daemon was closed.")                 \
-  X(TIMEOUT, 2003, "The daemon did not answer within the call's timeout.")             \
-  X(PROTOCOL_ERROR, 2004, "The daemon's answer is not a valid ptod protocol message.") \
-  X(NO_MEMORY, 2005, "The client ran out of memory.")                                  \
-  X(INVALID_ARGUMENT, 2006, "The client library was called with an invalid argument.") \
-  X(UNSUPPORTED, 2007, "The daemon does not speak this part of the protocol.")
-
-enum pto_client_error_code {
-#define PTO_CLIENT_ERROR_ENUM_(name, code, msg) PTO_E_##name = (code),
-  PTO_CLIENT_ERROR_MAP(PTO_CLIENT_ERROR_ENUM_)
-#undef PTO_CLIENT_ERROR_ENUM_
-};
+/* The error codes, the daemon's (< 2000) and this library's own (>= 2000),
+ * are the one table of pto/errors.h. */
 
 /* "HEAP_RING_DEADLOCK", "CONNECTION_LOST", ...: the name of a daemon or a
  * client error code; "OK" for 0; "UNKNOWN" for anything else.  Accepts the
@@ -319,34 +306,8 @@ typedef struct pto_dispatch_req {
   int64_t deadline_ms;
 } pto_dispatch_req_t;
 
-/* The methods of the protocol, in their wire order: X(ID, "wire name").
- * This list is the protocol's only one: pto_method_t below and the codec's
- * method table are both made from it. */
-#define PTO_METHOD_MAP(X)             \
-  X(PING, "ping")                     \
-  X(STATUS, "status")                 \
-  X(METRICS, "metrics")               \
-  X(PROGRAMS, "programs")             \
-  X(DISPATCH, "dispatch")             \
-  X(BUFFER_ALLOC, "buffer.alloc")     \
-  X(BUFFER_WRITE, "buffer.write")     \
-  X(BUFFER_READ, "buffer.read")       \
-  X(BUFFER_FREE, "buffer.free")       \
-  X(BUFFER_LIST, "buffer.list")       \
-  X(PREWARM, "prewarm")               \
-  X(ADVISE, "advise")                 \
-  X(SHM_REGISTER, "shm.register")     \
-  X(SHM_UNREGISTER, "shm.unregister") \
-  X(SHM_LIST, "shm.list")
-
-/* The methods, for the pipelined API: PTO_METHOD_PING = 0, ... */
-typedef enum pto_method {
-#define PTO_METHOD_ENUM_(id, name) PTO_METHOD_##id,
-  PTO_METHOD_MAP(PTO_METHOD_ENUM_)
-#undef PTO_METHOD_ENUM_
-} pto_method_t;
-
-/* "ping", "buffer.alloc", ...: the wire name; NULL out of range. */
+/* "ping", "buffer.alloc", ...: the wire name of a pto_method_t
+ * (pto/protocol.h); NULL out of range. */
 const char *pto_method_name(pto_method_t method);
 
 /* One request: the method and its parameters (the member named after the
@@ -382,161 +343,10 @@ typedef struct pto_request {
 
 /* --- results ---------------------------------------------------------------- */
 
-/* Each result struct below is the shape of that method's answer on the
- * wire (docs/protocol.md), member for member: the library decodes an answer
- * straight into it, one table row per key, and the daemon encodes its
- * answers from the same structs.  A key this library does not know (a newer
- * daemon's) is ignored, and still there in pto_result_msgpack(); a key it
- * needs that is missing or of the wrong type fails the call with
- * PTO_E_PROTOCOL_ERROR naming the key. */
-
-/* Bytes of a result.  ptr NULL: nothing (a dispatch argument that returns
- * no output); a present empty output has a non-NULL ptr and len 0. */
-typedef struct pto_bytes {
-  const uint8_t *ptr;
-  size_t len;
-} pto_bytes_t;
-
-typedef struct pto_ping {
-  const char *version; /* the daemon's release */
-  uint32_t device;
-  const char *state; /* "warming", "ready" or "draining" */
-  /* What the daemon speaks beyond protocol version 1 ("dfx", "shm"); none
-   * from a daemon older than version 1.1. */
-  const char *const *features;
-  uint32_t nfeatures;
-} pto_ping_t;
+/* The result structs (pto_ping_t ... pto_advise_t) are pto/protocol.h's. */
 
 /* Whether ping lists feature (e.g. "shm"). */
 bool pto_ping_has_feature(const pto_ping_t *ping, const char *feature);
-
-/* status.arena, and prewarm's result.  Sizings are complete (every entry set). */
-typedef struct pto_arena_info {
-  pto_sizing_t sizing;
-  uint64_t key; /* pto_sizing_key(); a 16-digit hex string on the wire */
-  uint64_t bytes, build_us, builds, hits, misses;
-  struct {
-    pto_sizing_t sizing;
-    uint64_t key;
-    int first_dispatch_hit; /* -1 until the first dispatch, then 0 or 1 */
-  } prewarm;
-} pto_arena_info_t;
-
-typedef struct pto_status {
-  uint32_t device;
-  const char *platform, *version;
-  uint64_t uptime_s;
-  const char *state;
-  struct {
-    uint64_t depth, capacity, running;
-  } queue;
-  pto_arena_info_t arena;
-  struct {
-    uint64_t limit, arena, buffers, free;
-  } memory;
-  struct {
-    uint64_t ok, failed, rejected;
-  } dispatches;
-  uint64_t clients;
-  struct {
-    uint64_t input, output; /* bytes the daemon holds for all its clients together */
-    uint64_t limit;         /* its clients_memory budget */
-    struct {
-      uint64_t input_limit, output_limit; /* each connection's bounds */
-      uint64_t most_input, most_output;   /* the most one connection holds now */
-    } per_connection;                     /* added in 1.1 (0 from an older daemon) */
-  } client_memory;
-  struct {
-    uint64_t regions, bytes; /* shared-memory regions mapped for all clients together */
-    uint64_t regions_limit;  /* shm_regions_total */
-    uint64_t bytes_limit;    /* shm_limit_total (0 from a daemon without it) */
-  } shm;
-  struct {
-    uint64_t parked;  /* passed by clients (SCM_RIGHTS) and not yet taken */
-    uint64_t closing; /* passed fds and closed connections' sockets not yet closed */
-    uint64_t limit;   /* the daemon's RLIMIT_NOFILE */
-    uint64_t most_parked; /* the most one connection has parked (0 from a daemon without it) */
-  } fds;
-} pto_status_t;
-
-/* metrics: Prometheus text exposition, NUL-terminated (len excludes it). */
-typedef struct pto_text {
-  const char *text;
-  size_t len;
-} pto_text_t;
-
-typedef struct pto_program_info {
-  const char *name, *description;
-  const pto_arg_spec_t *args; /* {name, kind, optional, doc} (pto/program.h) */
-  uint32_t nargs;
-} pto_program_info_t;
-
-typedef struct pto_programs {
-  const pto_program_info_t *programs;
-  uint32_t count;
-} pto_programs_t;
-
-/* A dispatch's DFX artefacts (docs/protocol.md "dfx"), when its config
- * set enable_swimlane, enable_scope_stats or enable_dep_gen: each ptr is
- * NULL unless asked for; `refused` (NULL otherwise) says why the daemon
- * sent none (too large for its output budget, or too many tasks). */
-typedef struct pto_dfx {
-  pto_bytes_t swimlane;    /* Chrome trace-event JSON (Perfetto, chrome://tracing) */
-  pto_bytes_t scope_stats; /* JSON lines: the sizing, then one line per scope */
-  pto_bytes_t dep_graph;   /* Graphviz DOT */
-  const char *refused;
-} pto_dfx_t;
-
-typedef struct pto_dispatch_result {
-  const pto_bytes_t *outputs; /* one per argument: bytes of INOUT/OUTPUT args, else ptr NULL */
-  uint32_t noutputs;
-  struct {
-    bool hit; /* the cached arena fit this sizing: no build */
-    uint64_t build_us;
-    uint64_t key;
-  } arena;
-  pto_sizing_resolved_t sizing; /* the effective vector and each value's source */
-  pto_sizing_t peaks;           /* the most each ring used: peaks.value[field][ring] */
-  struct {
-    uint64_t queue, arena, run, total;
-  } timing_us;
-  uint64_t tasks;
-  pto_dfx_t dfx; /* all NULL when no DFX flag was set */
-} pto_dispatch_result_t;
-
-typedef struct pto_buffer_info {
-  const char *name;
-  uint64_t bytes;
-} pto_buffer_info_t;
-
-typedef struct pto_buffer_list {
-  const pto_buffer_info_t *buffers;
-  uint32_t count;
-} pto_buffer_list_t;
-
-/* buffer.write and buffer.free. */
-typedef struct pto_byte_count {
-  uint64_t bytes;
-} pto_byte_count_t;
-
-typedef struct pto_advise_program {
-  const char *program;
-  uint64_t dispatches;
-  pto_sizing_t observed, recommended;
-} pto_advise_program_t;
-
-typedef struct pto_advise {
-  pto_sizing_t observed;    /* the peaks seen, per field and ring */
-  pto_sizing_t recommended; /* the smallest valid sizing at or above them */
-  const char *config;       /* the [ring] and [prewarm] config-file lines that set it */
-  /* The rest is none from a daemon before version 1.1. */
-  const pto_advise_program_t *programs; /* the same per program */
-  uint32_t nprograms;
-  const pto_sizing_t *sizings; /* the distinct sizings dispatches ran with */
-  uint32_t nsizings;
-  const char *const *warnings; /* sentences: several sizings, a missed prewarm */
-  uint32_t nwarnings;
-} pto_advise_t;
 
 /* The DFX artefacts of the last dispatch on this connection that failed
  * with some (a HEAP_RING_DEADLOCK traced with enable_swimlane, ...), or

@@ -1,13 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pto/errors.h — the error codes of the ptod wire protocol (docs/protocol.md).
+/* pto/errors.h — the error codes of ptod and libptoclient.
  *
  * One table, PTO_ERROR_MAP, gives every error its name, its number and a
- * default message.  Runtime codes keep the reference runtime's numbers so its
- * troubleshooting notes apply; daemon codes start at 1000.
+ * default message.  Codes below PTO_LOCAL_ERROR_FIRST (2000) are the wire
+ * protocol's (docs/protocol.md): runtime codes keep the reference runtime's
+ * numbers so its troubleshooting notes apply, daemon codes start at 1000.
+ * Codes from 2000 up are libptoclient's own (the connection, the call's
+ * timeout, an answer it cannot read): a daemon never sends them, and a
+ * peer's error naming one is not taken as that code.
  *
- * Conventions: functions that can fail return 0 or a negative value, -code,
- * where code is one of PTO_E_*; the details go into a pto_error_t that the
- * caller owns (no allocation).
+ * Return values: one channel carries one kind of code.  PTO_E_* 1..11
+ * have the numbers of EPERM..EAGAIN, so a negative int is only ever read
+ * as the kind its function declares, and the pto_error_t parameter says
+ * which:
+ *   - A function that takes a pto_error_t returns 0 or -code, code one of
+ *     PTO_E_*, never an errno value; the details go into the pto_error_t,
+ *     which the caller owns (no allocation).  Out of memory is a PTO_E code
+ *     too: PTO_E_INTERNAL from the shared codec (the daemon answers it),
+ *     PTO_E_NO_MEMORY from libptoclient's API.  This is the whole public
+ *     API of libptoclient, the codec's decoders (proto/), the sizing rules
+ *     and the daemon's request path.
+ *   - A function without one (encoders, paths, system wrappers,
+ *     pto_size_parse) returns 0 or -errno.  Its caller that does take a
+ *     pto_error_t converts the errno there, once, into a PTO_E_* code and a
+ *     sentence; an errno value never travels further up.
  */
 #ifndef PTO_ERRORS_H
 #define PTO_ERRORS_H
@@ -41,7 +57,17 @@ extern "C" {
   X(ALREADY_EXISTS, 1009, "A buffer of that name already exists.")                                 \
   X(PERMISSION_DENIED, 1010, "This peer is not allowed to use the daemon.")                        \
   X(MESSAGE_TOO_LARGE, 1011, "The message is larger than max_message.")                            \
-  X(INTERNAL, 1099, "Internal error.")
+  X(INTERNAL, 1099, "Internal error.")                                                             \
+  X(CONNECT_FAILED, 2001, "Cannot connect to the daemon.")                                         \
+  X(CONNECTION_LOST, 2002, "The connection to the daemon was closed.")                             \
+  X(TIMEOUT, 2003, "The daemon did not answer within the call's timeout.")                         \
+  X(PROTOCOL_ERROR, 2004, "The daemon's answer is not a valid ptod protocol message.")             \
+  X(NO_MEMORY, 2005, "The client ran out of memory.")                                              \
+  X(INVALID_ARGUMENT, 2006, "The client library was called with an invalid argument.")             \
+  X(UNSUPPORTED, 2007, "The daemon does not speak this part of the protocol.")
+
+/* The first of libptoclient's own codes; every wire code is below it. */
+#define PTO_LOCAL_ERROR_FIRST 2000
 
 enum pto_error_code {
   PTO_OK = 0,

@@ -2,7 +2,8 @@
 /* The installed client files work for a program outside this tree:
  * `cmake --install` the build into a temporary prefix, build
  * examples/client/hello.c against it with pkg-config and with
- * find_package(ptoclient) (shared and static), and run it against a daemon. */
+ * find_package(ptoclient) (shared and static), and run it against a daemon;
+ * and a static user with its own conn_read & co (tests/client/static_user.c). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,34 @@ static void check_hello(const char *exe) {
   ck_assert_str_eq(out, "ptod " PTO_VERSION
                         " on device 0 is ready\n"
                         "vector_add: 11 22 33 44 (ring_heap[0] = 8192 from the request)\n");
+  free(out);
+}
+
+/* A program with functions named like libptoclient's internals links
+ * with the installed libptoclient.a (which exposes only pto_*), and each
+ * side keeps calling its own. */
+static void check_static_user(void) {
+  char exe[200], include[200], archive[260], *out = NULL;
+  const char *argv[12];
+  int n = 0;
+  snprintf(exe, sizeof(exe), "%s/static_user", tmp);
+  snprintf(include, sizeof(include), "-I%s/include", prefix);
+  snprintf(archive, sizeof(archive), "%s/libptoclient.a", libdir);
+  argv[n++] = PTOD_C_COMPILER;
+  argv[n++] = PTOD_SOURCE_DIR "/tests/client/static_user.c";
+  argv[n++] = include;
+  argv[n++] = archive;
+  argv[n++] = "-lmsgpackc";
+  if (PTOD_SANITIZE_FLAGS[0]) argv[n++] = PTOD_SANITIZE_FLAGS;
+  argv[n++] = "-o";
+  argv[n++] = exe;
+  argv[n] = NULL;
+  run_ok(argv, NULL, NULL);
+  {
+    const char *run[] = {exe, d0.socket, NULL};
+    run_ok(run, NULL, &out);
+  }
+  ck_assert_str_eq(out, "ready 42 7 9 3\n");
   free(out);
 }
 
@@ -93,6 +122,8 @@ START_TEST(test_build_example_against_install) {
   run_ok(argv, NULL, NULL);
   free(flags);
   check_hello(hello);
+
+  check_static_user();
 
   /* find_package(ptoclient), shared and static */
   snprintf(build, sizeof(build), "%s/build", tmp);

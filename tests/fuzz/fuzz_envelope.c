@@ -184,7 +184,7 @@ static void check_one(const uint8_t *data, size_t len) {
 
   pto_error_clear(&err);
   rc = proto_decode(data, len, &theirs, &env, &err);
-  if (rc == -ENOMEM) goto out;
+  if (rc == -PTO_E_INTERNAL) goto out; /* out of memory */
   FUZZ_CHECK(rc == 0 || rc == -PTO_E_INVALID_REQUEST, "proto_decode returned %d", rc);
   FUZZ_CHECK((rc == 0) == o.ok, "proto_decode returned %d (%s), the protocol says %s", rc,
              err.message, o.ok ? "valid" : "invalid");

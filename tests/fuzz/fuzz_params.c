@@ -189,7 +189,7 @@ static void decode_request(const uint8_t *msg, size_t len, int method) {
 
   pto_error_clear(&err);
   rc = proto_params_decode((proto_method_t)method, env.params, up.zone, &params, &err);
-  if (rc == -ENOMEM) goto out;
+  if (rc == -PTO_E_INTERNAL) goto out; /* out of memory */
   if (rc < 0) {
     fuzz_check_error(rc, &err, "proto_params_decode");
     FUZZ_CHECK(rc == -PTO_E_INVALID_REQUEST || rc == -PTO_E_INVALID_CONFIG,

@@ -135,7 +135,7 @@ static void decode_response(const uint8_t *msg, size_t len, proto_method_t m) {
   }
   pto_error_clear(&err);
   rc = proto_result_decode(m, env.result, up.zone, &res, &err);
-  if (rc == -ENOMEM) goto out;
+  if (rc == -PTO_E_INTERNAL) goto out; /* out of memory */
   if (rc < 0) {
     fuzz_check_error(rc, &err, "proto_result_decode");
     FUZZ_CHECK(rc == -PTO_E_INVALID_REQUEST, "proto_result_decode returned %d", rc);

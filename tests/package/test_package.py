@@ -108,7 +108,8 @@ class Package(unittest.TestCase):
         self.assertEqual(control_file("ptod", "conffiles").split(), ["/etc/ptod/ptod0.conf"])
         self.assertIn(lib + "/libptoclient.so.0", contents("libptoclient0"))
         dev = contents("ptod-dev")
-        for path in ("/usr/include/pto/client.h", "/usr/include/pto/program.h",
+        for path in ("/usr/include/pto/client.h", "/usr/include/pto/protocol.h",
+                     "/usr/include/pto/program.h",
                      lib + "/libptoclient.a", lib + "/libptoclient.so",
                      lib + "/pkgconfig/ptoclient.pc", lib + "/pkgconfig/ptoprogram.pc",
                      lib + "/cmake/ptoclient/ptoclientConfig.cmake",

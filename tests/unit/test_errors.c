@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The error table (include/pto/errors.h) against the protocol's list:
+/* The error table (include/pto/errors.h) against the protocol's list and
+ * libptoclient's own codes:
  * every name <-> code <-> message, unknown codes and names, pto_error_set. */
 #include <check.h>
 #include <stdio.h>
@@ -53,8 +54,26 @@ static const struct {
 };
 #define TABLE_COUNT (sizeof(table) / sizeof(table[0]))
 
+/* libptoclient's own codes, from 2000 up: never on the wire. */
+static const struct {
+  const char *name;
+  int code;
+} local_errors[] = {
+    {"CONNECT_FAILED", 2001},   {"CONNECTION_LOST", 2002},  {"TIMEOUT", 2003},
+    {"PROTOCOL_ERROR", 2004},   {"NO_MEMORY", 2005},        {"INVALID_ARGUMENT", 2006},
+    {"UNSUPPORTED", 2007},
+};
+#define LOCAL_COUNT (sizeof(local_errors) / sizeof(local_errors[0]))
+
 START_TEST(protocol_codes_and_names) {
-  ck_assert_uint_eq(TABLE_COUNT, PROTOCOL_COUNT);
+  size_t wire = 0;
+  for (size_t i = 0; i < TABLE_COUNT; i++) wire += table[i].code < PTO_LOCAL_ERROR_FIRST;
+  ck_assert_uint_eq(wire, PROTOCOL_COUNT);
+  ck_assert_uint_eq(TABLE_COUNT, PROTOCOL_COUNT + LOCAL_COUNT);
+  for (size_t i = 0; i < LOCAL_COUNT; i++) {
+    ck_assert_str_eq(pto_error_name(local_errors[i].code), local_errors[i].name);
+    ck_assert_int_eq(pto_error_from_name(local_errors[i].name), local_errors[i].code);
+  }
   for (size_t i = 0; i < PROTOCOL_COUNT; i++) {
     const char *name = protocol_errors[i].name;
     int code = protocol_errors[i].code;

@@ -393,6 +393,11 @@ static const struct reject {
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"ring_heap\": 1024}]",
      PTO_E_INVALID_REQUEST, "ring_heap",
      "unknown key 'ring_heap' in dispatch params; known keys: program, args, config, deadline_ms."},
+    /* a long unknown key is shown cut, with "..." */
+    {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\": 1}]",
+     PTO_E_INVALID_REQUEST, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
+     "unknown key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...' in dispatch params; known keys: program, args, config, "
+     "deadline_ms."},
     {PROTO_M_DISPATCH, "[{\"program\": 5, \"args\": []}]", PTO_E_INVALID_REQUEST, "program",
      "key 'program' in dispatch params must be a string, got 5."},
     {PROTO_M_DISPATCH, "[{\"program\": \"../evil\", \"args\": []}]", PTO_E_INVALID_REQUEST,
@@ -440,6 +445,11 @@ static const struct reject {
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"scalar\": nil}]}]",
      PTO_E_INVALID_REQUEST, "args[0]",
      "args[0]: key 'scalar' is nil; a dispatch argument must be one of {\"buffer\": name}, "
+     "{\"buffer\": name, \"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, "
+     "\"dir\": \"inout\"}, {\"out\": n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}."},
+    {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": nil}]}]",
+     PTO_E_INVALID_REQUEST, "args[0]",
+     "args[0]: key 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is nil; a dispatch argument must be one of {\"buffer\": name}, "
      "{\"buffer\": name, \"offset\": o, \"bytes\": n}, {\"data\": bin}, {\"data\": bin, "
      "\"dir\": \"inout\"}, {\"out\": n}, {\"scalar\": int | float} or {\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [{\"buffer\": \"kv\", \"offset\": 4}]}]",

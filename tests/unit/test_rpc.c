@@ -269,6 +269,13 @@ START_TEST(error_decode_is_lenient) {
   ck_assert_int_eq(proto_error_decode(m.env.result, &e), -PTO_E_INVALID_REQUEST);
   ck_assert_int_eq(e.code, PTO_E_INTERNAL);
   msg_free(&m);
+
+  /* libptoclient's own names share the table but are never sent: a peer
+   * naming one has given no usable name */
+  msg_decode(&m, "[1, 1, {\"name\": \"CONNECTION_LOST\"}, nil]");
+  ck_assert_int_eq(proto_error_decode(m.env.error, &e), -PTO_E_INVALID_REQUEST);
+  ck_assert_int_eq(e.code, PTO_E_INTERNAL);
+  msg_free(&m);
 }
 END_TEST
 
@@ -397,6 +404,24 @@ START_TEST(reserve_then_pack_does_not_reallocate) {
 }
 END_TEST
 
+/* A name someone sent, in a message: escaped, "..." after a cut, within
+ * the buffer whatever the escaping costs. */
+START_TEST(show_text) {
+  char buf[16];
+  proto_show_text("abc", 3, 8, buf, sizeof(buf));
+  ck_assert_str_eq(buf, "abc");
+  proto_show_text("abcdefghij", 10, 4, buf, sizeof(buf));
+  ck_assert_str_eq(buf, "abcd...");
+  proto_show_text("a\"b", 3, 8, buf, sizeof(buf));
+  ck_assert_str_eq(buf, "a\\\"b");
+  /* cut by the room, not max_shown: 3 escapes of 4 bytes fit in 16 - 3 */
+  proto_show_text("\x01\x01\x01\x01\x01", 5, 64, buf, sizeof(buf));
+  ck_assert_str_eq(buf, "\\x01\\x01\\x01...");
+  proto_show_text("abc", 3, 8, buf, 3);
+  ck_assert_str_eq(buf, "");
+}
+END_TEST
+
 START_TEST(describe_values) {
   static const struct {
     const char *text, *shown;
@@ -441,6 +466,7 @@ static Suite *rpc_suite(void) {
   tcase_add_test(tc, reserve_then_pack_does_not_reallocate);
   tcase_add_test(tc, decode_into_a_sized_zone);
   tcase_add_test(tc, describe_values);
+  tcase_add_test(tc, show_text);
   suite_add_tcase(s, tc);
   return s;
 }

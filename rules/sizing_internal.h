@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* proto/sizing_internal.h — the sizing rules' messages, shared by the pure
+/* rules/sizing_internal.h — the sizing rules' messages, shared by the pure
  * rules (sizing.c, in ptorules) and their msgpack side (sizing_msgpack.c,
  * in ptoproto).  Not installed.  Each sets ret_err (code, message, key;
  * type_hint and fail_count the hint too) like pto_sizing_check_value and
  * returns -PTO_E_INVALID_CONFIG. */
-#ifndef PROTO_SIZING_INTERNAL_H
-#define PROTO_SIZING_INTERNAL_H
+#ifndef RULES_SIZING_INTERNAL_H
+#define RULES_SIZING_INTERNAL_H
 
 #include <stdint.h>
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* proto/describe_text.h — how a text someone sent is shown in an error
+/* rules/describe_text.h — how a text someone sent is shown in an error
  * message.  Pure: the sizing rules of ptorules use it without msgpack;
  * describe.h adds the msgpack describer. */
-#ifndef PROTO_DESCRIBE_TEXT_H
-#define PROTO_DESCRIBE_TEXT_H
+#ifndef RULES_DESCRIBE_TEXT_H
+#define RULES_DESCRIBE_TEXT_H
 
 #include <stddef.h>
 
@@ -14,6 +14,11 @@
  * never ends inside a character or an escape.  Returns how many bytes of
  * s it showed (< len: it was cut). */
 size_t proto_escape_text(const char *s, size_t len, size_t max_shown, char *buf, size_t buflen);
+
+/* A name or key someone sent, for an error message: escaped as above, at
+ * most max_shown bytes of s, then "..." when it was cut.  The "..." always
+ * fits: the escaping stops 3 bytes short of buflen (>= 4). */
+void proto_show_text(const char *s, size_t len, size_t max_shown, char *buf, size_t buflen);
 
 /* "text" for len bytes of s, quoted and escaped as above, cut at 40 bytes
  * ("..." after the closing quote of a cut text). */

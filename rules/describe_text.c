@@ -64,6 +64,15 @@ size_t proto_escape_text(const char *s, size_t len, size_t max_shown, char *buf,
   return i;
 }
 
+void proto_show_text(const char *s, size_t len, size_t max_shown, char *buf, size_t buflen) {
+  if (buflen < 4) {
+    if (buflen) buf[0] = '\0';
+    return;
+  }
+  if (proto_escape_text(s, len, max_shown, buf, buflen - 3) < len)
+    memcpy(buf + strlen(buf), "...", 4);
+}
+
 void proto_describe_text(const char *s, size_t len, char *buf, size_t buflen) {
   size_t o, shown;
   if (buflen < 8) {
