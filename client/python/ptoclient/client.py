@@ -219,9 +219,9 @@ class Client(Connection):
             os.close(fd)  # the map (and the daemon) keep the memory
         with self._lock:
             self._regions.add(name)
-        return Region(self, name, nbytes, mm)
+        return Region(self, name, nbytes, mm, self._region_closed)
 
-    def _shm_closed(self, region: Region) -> None:
+    def _region_closed(self, region: Region) -> None:
         """Region.close: unregister it while the connection works."""
         with self._lock:
             if region.name not in self._regions:
