@@ -44,6 +44,7 @@ import itertools
 import json
 import os
 import random
+import signal
 import string
 import sys
 import uuid
@@ -233,7 +234,10 @@ async def serve(opts: argparse.Namespace) -> None:
                 site = web.TCPSite(runner, opts.host, opts.port)
             await site.start()
             print("serving on %s, ptod at %s" % (site.name, dev.socket_path), flush=True)
-            await asyncio.Event().wait()  # until interrupted
+            stop = asyncio.Event()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+            await stop.wait()
         finally:
             await runner.cleanup()
 
@@ -247,9 +251,7 @@ def main() -> int:
     ap.add_argument("--unix", help="serve HTTP on this Unix socket instead")
     opts = ap.parse_args()
     try:
-        asyncio.run(serve(opts))
-    except KeyboardInterrupt:
-        pass
+        asyncio.run(serve(opts))  # until SIGINT or SIGTERM
     except PtoError as exc:
         print(exc, file=sys.stderr)
         return 1
