@@ -195,7 +195,8 @@ class AioDaemon(unittest.TestCase):
                     hold = await self.hold(watcher, hold_us)
                     with self.assertRaises(asyncio.TimeoutError):
                         await asyncio.wait_for(dev.dispatch("noop", [1]), 0.05)
-                    held = (await watcher.status())["queue"]["running"] == 1
+                    await dev.ping()  # the cancel is read before this answer
+                    held = (await watcher.status())["dispatches"]["ok"] == ok  # nothing ran yet
                     await watcher.result(hold)
                     for _ in range(2):  # the connection works on
                         self.assertEqual((await dev.dispatch("noop", [1]))["tasks"], 1)
