@@ -247,7 +247,7 @@ class AsyncClient(Channel):
         finally:
             os.close(fd)  # the map (and the daemon) keep the memory
         self._regions.add(name)
-        return AsyncRegion(self, name, nbytes, mm)
+        return AsyncRegion(self, name, nbytes, mm, self._region_closed)
 
     def _forget_region(self, name: str) -> bool:
         """True when name was an open region of this working connection."""
@@ -256,7 +256,7 @@ class AsyncClient(Channel):
         self._regions.discard(name)
         return self._failure is None
 
-    def _shm_closed(self, region: Region) -> None:
+    def _region_closed(self, region: Region) -> None:
         """Region.close: unregister it, without waiting for the answer."""
         if self._forget_region(region.name):
             self._unregister(region.name)

@@ -28,7 +28,7 @@ import itertools
 import mmap
 import os
 import socket
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
 
 if TYPE_CHECKING:
     from .aio import AsyncClient
@@ -77,8 +77,13 @@ class Region:
     """A shared-memory region of one Client's connection; make it with
     Client.shm(nbytes) (or ptoclient.aio's AsyncClient.shm)."""
 
-    def __init__(self, client: Union["Client", "AsyncClient"], name: str, nbytes: int, mm: mmap.mmap) -> None:
+    def __init__(self, client: Union["Client", "AsyncClient"], name: str, nbytes: int,
+                 mm: mmap.mmap, on_close: Callable[["Region"], None]) -> None:
+        """on_close(region): the client's part of close(), called once, by
+        the first close(), before the memory is unmapped (the client
+        unregisters the region while its connection works)."""
         self.client = client
+        self._on_close = on_close
         self.name = name
         self.nbytes = nbytes
         self._mm: Optional[mmap.mmap] = mm
@@ -156,7 +161,7 @@ class Region:
         self._view = None
         mm, self._mm = self._mm, None
         try:
-            self.client._shm_closed(self)
+            self._on_close(self)
         finally:
             if mm is not None:
                 try:

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """ptoclient.aio against the real ptod of this build tree (started by
 tests/integration/harness.py): dispatch with the right answer, the buffer
-methods, shared memory, many concurrent awaits on one connection, and
-cancellation against a daemon of protocol 1.1 (which ignores the cancel
-notification: the request runs, its answer is dropped, the connection
-keeps working)."""
+methods, shared memory, a thousand concurrent awaits on one connection,
+asyncio.wait_for cancelling a queued dispatch (which a daemon of protocol
+1.2 then never runs; one of 1.1 ignores the cancel notification: the
+request runs, its answer is dropped, the connection keeps working), the
+daemon exiting under requests in flight (each fails once), and priority
+and request_id with a daemon of 1.2."""
 
 import asyncio
 import os
@@ -20,7 +22,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import harness  # noqa: E402
 import ptoclient.aio  # noqa: E402
 from ptoclient import Buffer, Data, Out, RunConfig, f32, from_f32  # noqa: E402
-from ptoclient.errors import InvalidRequest, NotFound, UnknownProgram  # noqa: E402
+from ptoclient.errors import (ConnectionLost, InvalidRequest, NotFound,  # noqa: E402
+                              UnknownProgram)
 
 T = 60  # per-call limit: only reached when something hangs
 
@@ -107,8 +110,8 @@ class AioDaemon(unittest.TestCase):
 
         self.run_async(main())
 
-    def test_many_concurrent_awaits(self):
-        n = 300
+    def test_a_thousand_concurrent_awaits_on_one_connection(self):
+        n = 1000
 
         async def one(dev, i):
             a, b = [float(i)] * 4, [0.5] * 4
@@ -155,6 +158,84 @@ class AioDaemon(unittest.TestCase):
                 self.assertEqual((await dev.dispatch("noop", [1]))["tasks"], 1)
 
         self.run_async(main())
+
+    def test_priority_and_request_id_with_a_daemon_of_1_2(self):
+        async def main():
+            async with self.connect() as dev:
+                feats = await dev.features()
+                if "priority" not in feats or "request_id" not in feats:
+                    self.skipTest("this daemon predates protocol 1.2's priority and request_id")
+                r = await dev.dispatch("noop", [1], priority=-1, request_id="req-7")
+                self.assertEqual((r["tasks"], r["request_id"]), (1, "req-7"))
+                with self.assertRaises(NotFound) as cm:
+                    await dev.buffer_free("no-such-buffer", priority=3, request_id="req-8")
+                self.assertEqual(cm.exception.detail.get("request_id"), "req-8")
+
+        self.run_async(main())
+
+    async def hold(self, watcher, hold_us):
+        """A noop on watcher that holds the device (as harness.hold_device);
+        returns its msgid once it runs."""
+        rounds = -(-hold_us // harness.NOOP_MAX_TASK_US)
+        workers = int(self.d.sections["device"].get("cores", "1")) + 1
+        msgid = await watcher.send("dispatch", harness.noop(
+            tasks=rounds * workers if rounds > 1 else 1, task_us=hold_us // rounds))
+        while (await watcher.status())["queue"]["running"] != 1:
+            await asyncio.sleep(0.005)
+        return msgid
+
+    def test_wait_for_cancels_a_queued_dispatch(self):
+        # asyncio.wait_for expiring cancels the awaiting task: the client
+        # sends cancel, and a protocol 1.2 daemon never runs the dispatch.
+        async def main():
+            async with self.connect() as dev, self.connect() as watcher:
+                cancels = "cancel" in await watcher.features()
+                for hold_us in (1000000, 4000000, 16000000):
+                    ok = (await watcher.status())["dispatches"]["ok"]
+                    hold = await self.hold(watcher, hold_us)
+                    with self.assertRaises(asyncio.TimeoutError):
+                        await asyncio.wait_for(dev.dispatch("noop", [1]), 0.05)
+                    await dev.ping()  # the cancel is read before this answer
+                    held = (await watcher.status())["dispatches"]["ok"] == ok  # nothing ran yet
+                    await watcher.result(hold)
+                    for _ in range(2):  # the connection works on
+                        self.assertEqual((await dev.dispatch("noop", [1]))["tasks"], 1)
+                    self.assertEqual(dev._pending, {})
+                    if held:
+                        break  # else the hold ended first (a loaded machine): longer
+                else:
+                    self.fail("no hold outlasted the wait_for")
+                if cancels:  # the hold and the two noops after it ran, not the cancelled one
+                    self.assertEqual((await watcher.status())["dispatches"]["ok"], ok + 3)
+
+        self.run_async(main())
+
+    def test_a_daemon_exit_with_requests_in_flight_fails_each_once(self):
+        d = harness.Daemon()
+
+        async def main():
+            async with ptoclient.aio.connect(d.socket, timeout=T) as dev, \
+                    ptoclient.aio.connect(d.socket, timeout=T) as watcher:
+                await self.hold_on(d, watcher)
+                tasks = [asyncio.ensure_future(dev.dispatch("noop", [1])) for _ in range(50)]
+                while (await watcher.status())["queue"]["depth"] < 50:
+                    await asyncio.sleep(0.005)
+                d.proc.kill()  # the connection ends under 50 waiting requests
+                out = await asyncio.gather(*tasks, return_exceptions=True)
+                self.assertTrue(all(isinstance(e, ConnectionLost) for e in out), out)
+                self.assertTrue(dev.closed)
+                with self.assertRaises(ConnectionLost):
+                    await dev.ping()
+        try:
+            self.run_async(main())
+        finally:
+            d.stop()
+
+    async def hold_on(self, d, watcher):
+        """A hold of d's device long enough never to end in this test."""
+        await watcher.send("dispatch", harness.noop(tasks=3, task_us=harness.NOOP_MAX_TASK_US))
+        while (await watcher.status())["queue"]["running"] != 1:
+            await asyncio.sleep(0.005)
 
 
 if __name__ == "__main__":
