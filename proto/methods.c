@@ -31,6 +31,13 @@ int proto_method_from_name(const char *name, size_t len) {
   return -1;
 }
 
+bool proto_request_id_valid(const char *id, size_t len) {
+  if (len == 0 || len > PROTO_REQUEST_ID_MAX) return false;
+  for (size_t i = 0; i < len; i++)
+    if (id[i] < 0x20 || id[i] > 0x7e) return false;
+  return true;
+}
+
 bool proto_name_valid(const char *name, size_t len) {
   if (len == 0 || len > PROTO_NAME_MAX || name[0] == '.') return false;
   for (size_t i = 0; i < len; i++) {
@@ -127,6 +134,7 @@ static const schema_spec_t dispatch_rows[] = {
     ROW_LIST("args", T, args, nargs, proto_arg_elem),
     ROW_MAP("config", T, config, config_schema, F_OPT),
     ROW_I("deadline_ms", T, deadline_ms, 0, INT64_MAX, PROTO_UNSET, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t dispatch_schema = SCHEMA(dispatch_rows);
@@ -147,6 +155,7 @@ static const schema_spec_t alloc_rows[] = {
     ROW_K("name", SK_NAME, T, name, 0),
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, 0),
     ROW_K("init", SK_BIN, T, init, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t alloc_schema = {.fields = alloc_rows,
@@ -186,6 +195,7 @@ static const schema_spec_t write_rows[] = {
     ROW_K("shm", SK_NAME, T, shm, F_OPT),
     ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t write_schema = {.fields = write_rows,
@@ -211,6 +221,7 @@ static const schema_spec_t read_rows[] = {
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT | F_ZERO),
     ROW_K("shm", SK_NAME, T, shm, F_OPT),
     ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t read_schema = {.fields = read_rows,
@@ -230,11 +241,13 @@ static const schema_spec_t shm_unregister_rows[] = {
 static const schema_t shm_unregister_schema = SCHEMA(shm_unregister_rows);
 
 static const schema_spec_t free_rows[] = {
-    ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0)};
+    ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0),
+    ROW_K("request_id", SK_RID, proto_buffer_free_params_t, request_id, F_OPT)};
 static const schema_t free_schema = SCHEMA(free_rows);
 
 static const schema_spec_t prewarm_rows[] = {
-    ROW_MAP("config", proto_prewarm_params_t, config, config_schema, F_OPT)};
+    ROW_MAP("config", proto_prewarm_params_t, config, config_schema, F_OPT),
+    ROW_K("request_id", SK_RID, proto_prewarm_params_t, request_id, F_OPT)};
 static const schema_t prewarm_schema = SCHEMA(prewarm_rows);
 
 static const schema_t no_params_schema = {.nfields = 0};
@@ -389,6 +402,7 @@ static const schema_spec_t dispatch_result_rows[] = {
     ROW_MAP_HERE("timing_us", timing_schema),
     ROW_COUNT("tasks", T, tasks),
     ROW_MAP("dfx", T, dfx, proto_dfx_schema, F_OPT),
+    ROW_K("request_id", SK_STR, T, request_id, F_OPT), /* 1.2: echoed when sent */
 };
 #undef T
 static const schema_t dispatch_result_schema = SCHEMA(dispatch_result_rows);
@@ -503,6 +517,21 @@ int proto_params_decode(proto_method_t method, const msgpack_object *params, msg
   return schema_decode_map(&ctx, sc, params ? params : &empty, ret, NULL);
 }
 
+/* The params row of kind SK_RID is the request_id: one lookup in the
+ * method's table, so a device method that takes one needs no code here. */
+const char *proto_params_request_id(proto_method_t method, const proto_params_t *params) {
+  const schema_t *sc;
+  const char *id;
+  if ((unsigned)method >= PROTO_M_COUNT || !params) return NULL;
+  sc = methods[method].params.sub;
+  for (size_t i = 0; i < sc->nfields; i++) {
+    if (sc->fields[i].kind != SK_RID) continue;
+    memcpy(&id, (const char *)params + sc->fields[i].off, sizeof(id));
+    return id;
+  }
+  return NULL;
+}
+
 int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params) {
   const schema_spec_t *root;
   int rc;
@@ -551,6 +580,20 @@ int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t met
 
 int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
                           const proto_result_t *result) {
+  return proto_encode_response_id(sb, msgid, method, result, NULL);
+}
+
+/* A map result with one more key, "request_id", after its rows. */
+static int pack_result_id(msgpack_packer *pk, const schema_spec_t *root,
+                          const proto_result_t *result, const char *request_id) {
+  if (!request_id || root->kind != SK_MAP) return schema_pack(pk, root, result);
+  return schema_pack_map_n(pk, root->sub, result, 1) |
+         msgpack_pack_str_with_body(pk, "request_id", 10) |
+         msgpack_pack_str_with_body(pk, request_id, strlen(request_id));
+}
+
+int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                             const proto_result_t *result, const char *request_id) {
   msgpack_packer pk;
   int rc;
   if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
@@ -563,6 +606,6 @@ int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t me
   if (rc < 0) return rc;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   rc = proto_pack_response_begin(&pk, msgid);
-  return rc < 0 ? rc : proto_result_pack(&pk, method, result);
+  if (rc < 0) return rc;
+  return pack_result_id(&pk, &methods[method].result, result, request_id) == 0 ? 0 : -ENOMEM;
 }
-
