@@ -518,18 +518,29 @@ int proto_params_decode(proto_method_t method, const msgpack_object *params, msg
 }
 
 /* The params row of kind SK_RID is the request_id: one lookup in the
- * method's table, so a device method that takes one needs no code here. */
-const char *proto_params_request_id(proto_method_t method, const proto_params_t *params) {
+ * method's table, so a device method that takes one needs no code here.
+ * Its offset in the params union, or -1 when the method has none. */
+static ptrdiff_t request_id_offset(proto_method_t method) {
   const schema_t *sc;
-  const char *id;
-  if ((unsigned)method >= PROTO_M_COUNT || !params) return NULL;
+  if ((unsigned)method >= PROTO_M_COUNT) return -1;
   sc = methods[method].params.sub;
-  for (size_t i = 0; i < sc->nfields; i++) {
-    if (sc->fields[i].kind != SK_RID) continue;
-    memcpy(&id, (const char *)params + sc->fields[i].off, sizeof(id));
-    return id;
-  }
-  return NULL;
+  for (size_t i = 0; i < sc->nfields; i++)
+    if (sc->fields[i].kind == SK_RID) return (ptrdiff_t)sc->fields[i].off;
+  return -1;
+}
+
+const char *proto_params_request_id(proto_method_t method, const proto_params_t *params) {
+  ptrdiff_t off = request_id_offset(method);
+  const char *id = NULL;
+  if (off >= 0 && params) memcpy(&id, (const char *)params + off, sizeof(id));
+  return id;
+}
+
+int proto_params_set_request_id(proto_method_t method, proto_params_t *params, const char *id) {
+  ptrdiff_t off = request_id_offset(method);
+  if (off < 0) return -1;
+  memcpy((char *)params + off, &id, sizeof(id));
+  return 0;
 }
 
 int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params) {
@@ -540,6 +551,22 @@ int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_par
   if (!params || ((const schema_t *)root->sub)->nfields == 0 || schema_absent(root, params))
     return msgpack_pack_array(pk, 0) == 0 ? 0 : -ENOMEM;
   rc = msgpack_pack_array(pk, 1) | schema_pack(pk, root, params);
+  return rc == 0 ? 0 : -ENOMEM;
+}
+
+int proto_params_pack_priority(msgpack_packer *pk, proto_method_t method,
+                               const proto_params_t *params, int priority) {
+  const schema_spec_t *root;
+  int rc;
+  if (priority == 0) return proto_params_pack(pk, method, params);
+  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  root = &methods[method].params;
+  rc = msgpack_pack_array(pk, 1);
+  if (!params || schema_absent(root, params))
+    rc |= msgpack_pack_map(pk, 1);
+  else
+    rc |= schema_pack_map_n(pk, root->sub, params, 1);
+  rc |= msgpack_pack_str_with_body(pk, "priority", 8) | msgpack_pack_int(pk, priority);
   return rc == 0 ? 0 : -ENOMEM;
 }
 

@@ -281,6 +281,16 @@ int proto_params_decode(proto_method_t method, const msgpack_object *params, msg
  * methods without params. */
 int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params);
 
+/* The same with protocol 1.2's "priority" key after the others when
+ * priority != 0 (0, the default, is not sent).  The codec does not range
+ * check it (the caller does); the daemon's side of priority is the
+ * scheduler's (dispatch.h), and a daemon without it refuses the key. */
+int proto_params_pack_priority(msgpack_packer *pk, proto_method_t method,
+                               const proto_params_t *params, int priority);
+/* Set the request_id of params (its SK_RID row): -1 when `method` takes
+ * none (not a device method), else 0. */
+int proto_params_set_request_id(proto_method_t method, proto_params_t *params, const char *id);
+
 /* Pack the result object of `method`. */
 int proto_result_pack(msgpack_packer *pk, proto_method_t method, const proto_result_t *result);
 
