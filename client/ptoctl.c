@@ -247,6 +247,7 @@ const pto_call_opts_t *ctl_opts(const ctl_t *c, pto_method_t method) {
     case PTO_METHOD_BUFFER_WRITE:
     case PTO_METHOD_BUFFER_READ:
     case PTO_METHOD_BUFFER_FREE:
+    case PTO_METHOD_BUFFER_LIST:
     case PTO_METHOD_PREWARM: return &c->opts;
     default: return NULL;
   }

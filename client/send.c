@@ -187,9 +187,10 @@ int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_
 #define OPT(o, field, dflt) \
   ((o) && (o)->size >= offsetof(pto_call_opts_t, field) + sizeof((o)->field) ? (o)->field : (dflt))
 
-/* Check opts against the method and put its request_id into params. */
-static int apply_opts(proto_method_t method, const pto_call_opts_t *opts, proto_params_t *params,
-                      int *ret_priority, pto_error_t *err) {
+/* Check opts against the method and put its request_id into the params
+ * (buffer.list's only key: then rp has params to send). */
+static int apply_opts(proto_method_t method, const pto_call_opts_t *opts,
+                      client_request_params_t *rp, int *ret_priority, pto_error_t *err) {
   const char *id = OPT(opts, request_id, NULL);
   int priority = OPT(opts, priority, 0);
   if (!id && priority == 0) return *ret_priority = 0;
@@ -200,11 +201,12 @@ static int apply_opts(proto_method_t method, const pto_call_opts_t *opts, proto_
   if (id && !proto_request_id_valid(id, strlen(id)))
     return client_error(err, PTO_E_INVALID_ARGUMENT,
                         "request_id must be 1 to 64 bytes of printable ASCII.");
-  if (proto_params_set_request_id(method, params, id) < 0)
+  if (proto_params_set_request_id(method, &rp->p, id) < 0)
     return client_error(err, PTO_E_INVALID_ARGUMENT,
                         "'%s' takes no priority or request_id: only device requests (dispatch, "
-                        "buffer.alloc/write/read/free, prewarm) do.",
+                        "buffer.*, prewarm) do.",
                         proto_method_name(method));
+  if (!rp->params) rp->params = &rp->p;
   *ret_priority = priority;
   return 0;
 }
@@ -221,7 +223,7 @@ int client_send_until(pto_client_t *c, const pto_request_t *req, const pto_call_
   if (c->dead) return conn_dead_error(c, err);
   rc = client_request_params(req, &rp, err);
   if (rc < 0) return rc;
-  rc = apply_opts((proto_method_t)req->method, opts, &rp.p, &priority, err);
+  rc = apply_opts((proto_method_t)req->method, opts, &rp, &priority, err);
   if (rc == 0)
     rc = client_send_proto_until(c, (proto_method_t)req->method, rp.params, priority,
                                  (proto_method_t)req->method, -1, deadline, ret_msgid, err);

@@ -250,6 +250,10 @@ static const schema_spec_t prewarm_rows[] = {
     ROW_K("request_id", SK_RID, proto_prewarm_params_t, request_id, F_OPT)};
 static const schema_t prewarm_schema = SCHEMA(prewarm_rows);
 
+static const schema_spec_t list_rows[] = {
+    ROW_K("request_id", SK_RID, proto_buffer_list_params_t, request_id, F_OPT)};
+static const schema_t list_schema = SCHEMA(list_rows);
+
 static const schema_t no_params_schema = {.nfields = 0};
 
 /* --- results ------------------------------------------------------------ */
@@ -474,7 +478,7 @@ static const method_def_t methods[PROTO_M_COUNT] = {
     [PROTO_M_BUFFER_WRITE] = {ROOT_MAP(write_schema), ROOT_MAP(byte_count_schema)},
     [PROTO_M_BUFFER_READ] = {ROOT_MAP(read_schema), {.kind = SK_BIN}},
     [PROTO_M_BUFFER_FREE] = {ROOT_MAP(free_schema), ROOT_MAP(byte_count_schema)},
-    [PROTO_M_BUFFER_LIST] = {ROOT_MAP(no_params_schema),
+    [PROTO_M_BUFFER_LIST] = {ROOT_MAP(list_schema),
                              ROW_LIST(NULL, pto_buffer_list_t, buffers, count, buffer_info_elem)},
     [PROTO_M_PREWARM] = {ROOT_MAP(prewarm_schema), ROOT_MAP(arena_schema)},
     [PROTO_M_ADVISE] = {ROOT_MAP(no_params_schema), ROOT_MAP(advise_schema)},

@@ -24,7 +24,7 @@
  *   buffer.write  buffer_write             buffer_write  pto_byte_count_t
  *   buffer.read   buffer_read              buffer_read   pto_bytes_t
  *   buffer.free   buffer_free              buffer_free   pto_byte_count_t
- *   buffer.list   —                        buffer_list   pto_buffer_list_t
+ *   buffer.list   buffer_list (request_id) buffer_list   pto_buffer_list_t
  *   prewarm       prewarm                  prewarm   pto_arena_info_t
  *   advise        —                        advise    pto_advise_t
  *   shm.register  shm_register             shm_register    pto_buffer_info_t
@@ -202,6 +202,12 @@ typedef struct proto_buffer_free_params {
   const char *request_id;
 } proto_buffer_free_params_t;
 
+/* buffer.list takes only protocol 1.2's request_id (its result, a list,
+ * has no room to echo it). */
+typedef struct proto_buffer_list_params {
+  const char *request_id;
+} proto_buffer_list_params_t;
+
 typedef struct proto_prewarm_params {
   proto_config_t config; /* optional: empty = the daemon's resolved baseline */
   const char *request_id;
@@ -213,6 +219,7 @@ typedef union proto_params {
   proto_buffer_write_params_t buffer_write;
   proto_buffer_read_params_t buffer_read;
   proto_buffer_free_params_t buffer_free;
+  proto_buffer_list_params_t buffer_list;
   proto_prewarm_params_t prewarm;
   proto_shm_register_params_t shm_register;
   proto_shm_unregister_params_t shm_unregister;
@@ -255,8 +262,8 @@ typedef union proto_result {
   proto_buffer_list_t shm_list;
 } proto_result_t;
 
-/* request_id (protocol 1.2): device requests (dispatch, buffer.alloc,
- * buffer.write, buffer.read, buffer.free, prewarm) may carry the caller's
+/* request_id (protocol 1.2): device requests (dispatch, buffer.*,
+ * prewarm) may carry the caller's
  * own id for the work, 1..PROTO_REQUEST_ID_MAX bytes of printable ASCII
  * (0x20..0x7e); anything else is INVALID_REQUEST naming the key.  The
  * daemon never interprets it; it echoes it in the result map, the error

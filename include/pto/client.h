@@ -435,8 +435,8 @@ int pto_client_wait_any(pto_client_t *client, int timeout_ms, uint32_t *ret_msgi
 
 /* --- protocol 1.2: priority, request ids, cancel ------------------------------- */
 
-/* What device requests (dispatch, buffer.alloc/write/read/free, prewarm)
- * may carry besides their parameters.  Start from PTO_CALL_OPTS_INIT: size
+/* What device requests (dispatch, buffer.alloc/write/read/free/list,
+ * prewarm) may carry besides their parameters.  Start from PTO_CALL_OPTS_INIT: size
  * says how much of the struct the caller was compiled with, so members
  * added later read as their defaults from an older caller.
  *   priority    [PTO_PRIORITY_MIN, PTO_PRIORITY_MAX]: lower runs sooner; 0

@@ -99,6 +99,12 @@ START_TEST(request_id_in_results) {
   ck_assert_str_eq(((pto_buffer_info_t *)any)->name, "kv");
   pto_result_free(any);
 
+  /* buffer.list: a request with no parameters of its own takes the id. */
+  req = (pto_request_t){.method = PTO_METHOD_BUFFER_LIST};
+  ck_assert_int_eq(pto_client_call(c, &req, &opts, 5000, &any, &err), 0);
+  ck_assert_uint_eq(((pto_buffer_list_t *)any)->count, 1);
+  pto_result_free(any);
+
   /* Without opts (or without a request_id) there is none. */
   req = noop(args, 1, 0);
   ck_assert_int_eq(pto_client_call(c, &req, NULL, 5000, &any, &err), 0);

@@ -40,6 +40,10 @@ class Echo(harness.DaemonTest):
         self.assertEqual(r, {"bytes": 8, "request_id": "x" * 64})
         r = self.c.call("prewarm", {"request_id": "w"})
         self.assertEqual(r["request_id"], "w")
+        # buffer.list takes it (its result, a list, has no room for it).
+        self.assertEqual(self.c.call("buffer.list", {"request_id": "l"}), [])
+        err = self.c.call_err("buffer.list", {"request_id": ""})
+        self.assertError(err, "INVALID_REQUEST", contains="request_id")
 
     def test_absent_means_absent(self):
         r = self.c.call("dispatch", noop())

@@ -172,8 +172,8 @@ END_TEST
 /* ---- params round trips ---------------------------------------------------- */
 
 START_TEST(no_params_methods) {
-  static const proto_method_t none[] = {PROTO_M_PING,     PROTO_M_STATUS,      PROTO_M_METRICS,
-                                        PROTO_M_PROGRAMS, PROTO_M_BUFFER_LIST, PROTO_M_ADVISE};
+  static const proto_method_t none[] = {PROTO_M_PING, PROTO_M_STATUS, PROTO_M_METRICS,
+                                        PROTO_M_PROGRAMS, PROTO_M_ADVISE};
   for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
     proto_params_t p;
     wire_t w;
@@ -905,6 +905,15 @@ START_TEST(request_id_echo) {
                    0);
   ck_assert_str_eq(proto_params_request_id(PROTO_M_BUFFER_READ, &p), "r-1");
   ck_assert_ptr_null(proto_params_request_id(PROTO_M_SHM_UNREGISTER, &p));
+  wire_free(&w);
+  /* buffer.list: the id is its only key. */
+  ck_assert_int_eq(decode_params(PROTO_M_BUFFER_LIST, "[{\"request_id\": \"l\"}]", &p, &err, &w),
+                   0);
+  ck_assert_str_eq(proto_params_request_id(PROTO_M_BUFFER_LIST, &p), "l");
+  wire_free(&w);
+  ck_assert_int_eq(decode_params(PROTO_M_BUFFER_LIST, "[{\"x\": 1}]", &p, &err, &w),
+                   -PTO_E_INVALID_REQUEST);
+  ck_assert_str_eq(err.message, "unknown key 'x' in buffer.list params; known keys: request_id.");
   wire_free(&w);
   ck_assert_int_eq(decode_params(PROTO_M_PREWARM, "[]", &p, &err, &w), 0);
   ck_assert_ptr_null(proto_params_request_id(PROTO_M_PREWARM, &p));
