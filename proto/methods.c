@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dispatch_pack.h"
 #include "schema.h"
 
 /* Row builders.  T is the struct the rows of one table describe. */
@@ -29,13 +28,6 @@ int proto_method_from_name(const char *name, size_t len) {
   for (int m = 0; m < PROTO_M_COUNT; m++)
     if (strlen(method_names[m]) == len && memcmp(method_names[m], name, len) == 0) return m;
   return -1;
-}
-
-bool proto_request_id_valid(const char *id, size_t len) {
-  if (len == 0 || len > PROTO_REQUEST_ID_MAX) return false;
-  for (size_t i = 0; i < len; i++)
-    if (id[i] < 0x20 || id[i] > 0x7e) return false;
-  return true;
 }
 
 bool proto_name_valid(const char *name, size_t len) {
@@ -488,6 +480,14 @@ static const method_def_t methods[PROTO_M_COUNT] = {
                           ROW_LIST(NULL, pto_buffer_list_t, buffers, count, buffer_info_elem)},
 };
 
+const schema_spec_t *proto_params_row(proto_method_t m) {
+  return (unsigned)m < PROTO_M_COUNT ? &methods[m].params : NULL;
+}
+
+const schema_spec_t *proto_result_row(proto_method_t m) {
+  return (unsigned)m < PROTO_M_COUNT ? &methods[m].result : NULL;
+}
+
 static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool strict,
                      msgpack_zone *zone, pto_error_t *err) {
   memset(ctx, 0, sizeof(*ctx));
@@ -521,32 +521,6 @@ int proto_params_decode(proto_method_t method, const msgpack_object *params, msg
   return schema_decode_map(&ctx, sc, params ? params : &empty, ret, NULL);
 }
 
-/* The params row of kind SK_RID is the request_id: one lookup in the
- * method's table, so a device method that takes one needs no code here.
- * Its offset in the params union, or -1 when the method has none. */
-static ptrdiff_t request_id_offset(proto_method_t method) {
-  const schema_t *sc;
-  if ((unsigned)method >= PROTO_M_COUNT) return -1;
-  sc = methods[method].params.sub;
-  for (size_t i = 0; i < sc->nfields; i++)
-    if (sc->fields[i].kind == SK_RID) return (ptrdiff_t)sc->fields[i].off;
-  return -1;
-}
-
-const char *proto_params_request_id(proto_method_t method, const proto_params_t *params) {
-  ptrdiff_t off = request_id_offset(method);
-  const char *id = NULL;
-  if (off >= 0 && params) memcpy(&id, (const char *)params + off, sizeof(id));
-  return id;
-}
-
-int proto_params_set_request_id(proto_method_t method, proto_params_t *params, const char *id) {
-  ptrdiff_t off = request_id_offset(method);
-  if (off < 0) return -1;
-  memcpy((char *)params + off, &id, sizeof(id));
-  return 0;
-}
-
 int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params) {
   const schema_spec_t *root;
   int rc;
@@ -555,22 +529,6 @@ int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_par
   if (!params || ((const schema_t *)root->sub)->nfields == 0 || schema_absent(root, params))
     return msgpack_pack_array(pk, 0) == 0 ? 0 : -ENOMEM;
   rc = msgpack_pack_array(pk, 1) | schema_pack(pk, root, params);
-  return rc == 0 ? 0 : -ENOMEM;
-}
-
-int proto_params_pack_priority(msgpack_packer *pk, proto_method_t method,
-                               const proto_params_t *params, int priority) {
-  const schema_spec_t *root;
-  int rc;
-  if (priority == 0) return proto_params_pack(pk, method, params);
-  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
-  root = &methods[method].params;
-  rc = msgpack_pack_array(pk, 1);
-  if (!params || schema_absent(root, params))
-    rc |= msgpack_pack_map(pk, 1);
-  else
-    rc |= schema_pack_map_n(pk, root->sub, params, 1);
-  rc |= msgpack_pack_str_with_body(pk, "priority", 8) | msgpack_pack_int(pk, priority);
   return rc == 0 ? 0 : -ENOMEM;
 }
 
@@ -591,52 +549,3 @@ int proto_result_decode(proto_method_t method, const msgpack_object *result, msg
   return schema_decode(&ctx, root, result, ret);
 }
 
-/* Room for the bins plus the envelope and the small keys around them, so
- * the big payloads are copied once, straight into place. */
-static int reserve(msgpack_sbuffer *sb, const schema_spec_t *root, const void *value) {
-  return value ? proto_sbuffer_reserve(sb, schema_payload(root, value) + 4096) : 0;
-}
-
-int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
-                         const proto_params_t *params) {
-  msgpack_packer pk;
-  int rc;
-  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
-  rc = reserve(sb, &methods[method].params, params);
-  if (rc < 0) return rc;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  rc = proto_pack_request_begin(&pk, msgid, method_names[method]);
-  return rc < 0 ? rc : proto_params_pack(&pk, method, params);
-}
-
-int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
-                          const proto_result_t *result) {
-  return proto_encode_response_id(sb, msgid, method, result, NULL);
-}
-
-/* A map result with one more key, "request_id", after its rows. */
-static int pack_result_id(msgpack_packer *pk, const schema_spec_t *root,
-                          const proto_result_t *result, const char *request_id) {
-  if (!request_id || root->kind != SK_MAP) return schema_pack(pk, root, result);
-  return schema_pack_map_n(pk, root->sub, result, 1) |
-         msgpack_pack_str_with_body(pk, "request_id", 10) |
-         msgpack_pack_str_with_body(pk, request_id, strlen(request_id));
-}
-
-int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
-                             const proto_result_t *result, const char *request_id) {
-  msgpack_packer pk;
-  int rc;
-  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
-  if (method == PROTO_M_DISPATCH && result) { /* every dispatch: the cheap way, same bytes */
-    rc = proto_sbuffer_reserve(sb, proto_dispatch_result_payload(&result->dispatch) + 4096);
-    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    return rc < 0 ? rc : proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
-  }
-  rc = reserve(sb, &methods[method].result, result);
-  if (rc < 0) return rc;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  rc = proto_pack_response_begin(&pk, msgid);
-  if (rc < 0) return rc;
-  return pack_result_id(&pk, &methods[method].result, result, request_id) == 0 ? 0 : -ENOMEM;
-}
