@@ -222,12 +222,12 @@ void client_request_params_free(client_request_params_t *rp) {
 }
 
 /* Send req and wait for its answer, within timeout_ms for both. */
-static int call(pto_client_t *c, const pto_request_t *req, int timeout_ms, void **ret_result,
-                pto_error_t *err) {
+static int call_opts(pto_client_t *c, const pto_request_t *req, const pto_call_opts_t *opts,
+                     int timeout_ms, void **ret_result, pto_error_t *err) {
   int64_t deadline = client_deadline(timeout_ms);
   uint32_t msgid = 0;
   void *result = NULL;
-  int rc = client_send_until(c, req, deadline, &msgid, err);
+  int rc = client_send_until(c, req, opts, deadline, &msgid, err);
   if (rc < 0) return rc;
   rc = client_wait_until(c, msgid, deadline, &result, err);
   if (rc == -PTO_E_TIMEOUT) pto_client_discard(c, msgid);
@@ -238,6 +238,16 @@ static int call(pto_client_t *c, const pto_request_t *req, int timeout_ms, void 
       pto_result_free(result);
   }
   return rc;
+}
+
+static int call(pto_client_t *c, const pto_request_t *req, int timeout_ms, void **ret_result,
+                pto_error_t *err) {
+  return call_opts(c, req, NULL, timeout_ms, ret_result, err);
+}
+
+int pto_client_call(pto_client_t *c, const pto_request_t *req, const pto_call_opts_t *opts,
+                    int timeout_ms, void **ret_result, pto_error_t *ret_err) {
+  return call_opts(c, req, opts, timeout_ms, ret_result, ret_err);
 }
 
 #define SIMPLE_CALL(fn, METHOD, type)                                         \

@@ -64,8 +64,9 @@ void client_request_params_free(client_request_params_t *rp);
 
 /* --- send.c, pending.c: the deadline forms of send/wait -------------------- */
 
-int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
-                      uint32_t *ret_msgid, pto_error_t *err);
+/* opts: NULL, or protocol 1.2's priority and request_id (checked here). */
+int client_send_until(pto_client_t *c, const pto_request_t *req, const pto_call_opts_t *opts,
+                      int64_t deadline, uint32_t *ret_msgid, pto_error_t *err);
 int client_wait_until(pto_client_t *c, uint32_t msgid, int64_t deadline, void **ret_result,
                       pto_error_t *err);
 /* Send one request given as proto params: the forms pto_request_t does not
@@ -74,7 +75,7 @@ int client_wait_until(pto_client_t *c, uint32_t msgid, int64_t deadline, void **
  * the method whose result shape the answer has (buffer.read into a region
  * answers buffer.write's {bytes}).  Errors as pto_client_send. */
 int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_params_t *params,
-                            proto_method_t decode, int pass_fd, int64_t deadline,
+                            int priority, proto_method_t decode, int pass_fd, int64_t deadline,
                             uint32_t *ret_msgid, pto_error_t *err);
 
 /* --- shm.c: the regions of a connection ------------------------------------ */

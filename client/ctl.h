@@ -62,6 +62,7 @@ struct ctl {
   int connect_timeout_ms;
   pto_config_t *config;
   int64_t deadline_ms;
+  pto_call_opts_t opts; /* --priority, --request-id: sent with device requests */
   const char *out_dir, *output;
   const char *dfx_dir, *apply; /* dispatch --dfx-dir, advise --apply */
   bool dfx_flags;              /* an enable_* key was given with --config-set */
@@ -122,6 +123,9 @@ bool ctl_multi(const ctl_t *c);
 int ctl_target_device(const target_t *t);
 /* Send req to every connected target, then collect every answer. */
 void ctl_call_all(ctl_t *c, const pto_request_t *req);
+/* What goes with a request of `method`: c->opts for device requests, else
+ * NULL (an option a command has no use for is ignored). */
+const pto_call_opts_t *ctl_opts(const ctl_t *c, pto_method_t method);
 /* Every target's outcome, shown by v; the exit status: that of the first
  * failure. */
 int ctl_show_all(ctl_t *c, const view_t *v);

@@ -41,17 +41,19 @@ int ctl_bench_check(ctl_t *c) {
  * With --shm every run reads the same inputs too: inouts are put back
  * before each (not timed; inline, encoding them is). */
 static void measure(ctl_t *c, target_t *t, samples_t *s) {
-  pto_dispatch_req_t req = c->req.u.dispatch;
+  pto_request_t req = {.method = PTO_METHOD_DISPATCH, .u.dispatch = c->req.u.dispatch};
   if (t->rc == 0 && c->shm) {
     t->rc = ctl_shm_stage(t->client, c->args.args, c->args.n, c->timeout_ms, &t->shm, &t->err);
-    if (t->rc == 0) req.args = ctl_shm_args(t->shm);
+    if (t->rc == 0) req.u.dispatch.args = ctl_shm_args(t->shm);
   }
   for (long i = 0; t->rc == 0 && i < c->warmup + c->count; i++) {
     pto_dispatch_result_t *r = NULL;
+    void *any = NULL;
     double t0;
     if (t->shm) ctl_shm_refill(t->shm);
     t0 = ctl_now_ms();
-    t->rc = pto_client_dispatch(t->client, &req, c->timeout_ms, &r, &t->err);
+    t->rc = pto_client_call(t->client, &req, &c->opts, c->timeout_ms, &any, &t->err);
+    r = any;
     if (t->rc < 0) break;
     if (i >= c->warmup) {
       long k = i - c->warmup;

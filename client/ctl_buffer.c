@@ -189,7 +189,10 @@ static void shm_call_all(ctl_t *c, const pto_request_t *req) {
 int ctl_buffer_run(ctl_t *c) {
   pto_method_t method = c->req.method;
   char msg[512];
-  if (c->shm && (method == PTO_METHOD_BUFFER_WRITE || method == PTO_METHOD_BUFFER_READ))
+  bool via_shm = c->shm && (method == PTO_METHOD_BUFFER_WRITE || method == PTO_METHOD_BUFFER_READ);
+  if (via_shm && (c->opts.priority || c->opts.request_id))
+    return ctl_usage_error("--priority and --request-id do not go with buffer write|read --shm.");
+  if (via_shm)
     shm_call_all(c, &c->req);
   else
     ctl_call_all(c, &c->req);

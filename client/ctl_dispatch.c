@@ -191,11 +191,32 @@ static int stage_all(ctl_t *c, pto_device_dispatch_t *devs, int *map) {
   return n;
 }
 
+/* With --priority or --request-id: sent to every daemon with them (each
+ * with its own region's arguments under --shm), then every answer awaited. */
+static void dispatch_opts(ctl_t *c, const int *map, int n) {
+  double t0 = ctl_now_ms();
+  pto_request_t r = {.method = PTO_METHOD_DISPATCH};
+  for (int k = 0; k < n; k++) {
+    target_t *t = &c->targets[map[k]];
+    r.u.dispatch = c->req.u.dispatch;
+    if (t->shm) r.u.dispatch.args = ctl_shm_args(t->shm);
+    t->rc = pto_client_send_opts(t->client, &r, &c->opts, c->timeout_ms, &t->msgid, &t->err);
+  }
+  for (int k = 0; k < n; k++) {
+    target_t *t = &c->targets[map[k]];
+    if (t->rc < 0) continue;
+    t->rc = pto_client_wait(t->client, t->msgid, c->timeout_ms, &t->result, &t->err);
+    t->ms = ctl_now_ms() - t0;
+  }
+}
+
 /* One daemon: a plain call.  Several: one call for every device, the same
  * program and config sent to all before any answer is awaited. */
 static void dispatch_all(ctl_t *c, pto_device_dispatch_t *devs, const int *map, int n) {
   pto_dispatch_req_t req = c->req.u.dispatch;
-  if (n == 1 && !ctl_multi(c)) {
+  if (c->opts.priority || c->opts.request_id) {
+    dispatch_opts(c, map, n);
+  } else if (n == 1 && !ctl_multi(c)) {
     target_t *t = &c->targets[map[0]];
     pto_dispatch_result_t *r = NULL;
     if (t->shm) req.args = ctl_shm_args(t->shm);

@@ -26,6 +26,8 @@ enum {
   OPT_OFFSET,
   OPT_BYTES,
   OPT_SHM,
+  OPT_PRIORITY,
+  OPT_REQUEST_ID,
 };
 
 static const struct option options[] = {
@@ -39,6 +41,8 @@ static const struct option options[] = {
     {"ring-dep-pool", required_argument, NULL, OPT_RING_DEP_POOL},
     {"config-set", required_argument, NULL, OPT_CONFIG_SET},
     {"deadline", required_argument, NULL, OPT_DEADLINE},
+    {"priority", required_argument, NULL, OPT_PRIORITY},
+    {"request-id", required_argument, NULL, OPT_REQUEST_ID},
     {"out-dir", required_argument, NULL, OPT_OUT_DIR},
     {"dfx-dir", required_argument, NULL, OPT_DFX_DIR},
     {"apply", required_argument, NULL, OPT_APPLY},
@@ -96,6 +100,12 @@ static int number_option(ctl_t *c, int opt, const char *value) {
         return ctl_usage_error("--deadline '%s' must be a positive number of milliseconds.",
                                value);
       c->deadline_ms = v;
+      return 0;
+    case OPT_PRIORITY:
+      if (!parse_long(value, PTO_PRIORITY_MIN, PTO_PRIORITY_MAX, &v))
+        return ctl_usage_error("--priority '%s' must be a number in %d..%d (lower runs sooner).",
+                               value, PTO_PRIORITY_MIN, PTO_PRIORITY_MAX);
+      c->opts.priority = (int)v;
       return 0;
     case 'n':
       if (!parse_long(value, 1, 10000000, &c->count))
@@ -162,6 +172,7 @@ static int parse_option(ctl_t *c, int opt, char **argv) {
     case 't':
     case OPT_CONNECT_TIMEOUT:
     case OPT_DEADLINE:
+    case OPT_PRIORITY:
     case 'n':
     case 'w': return number_option(c, opt, optarg);
     case OPT_OFFSET:
@@ -175,6 +186,7 @@ static int parse_option(ctl_t *c, int opt, char **argv) {
     case OPT_OUT_DIR: c->out_dir = optarg; return 0;
     case OPT_DFX_DIR: c->dfx_dir = optarg; return 0;
     case OPT_APPLY: c->apply = optarg; return 0;
+    case OPT_REQUEST_ID: c->opts.request_id = optarg; return 0; /* the library checks it */
     case 'o': c->output = optarg; return 0;
     case 'h': ctl_usage(stdout); return -1;
     case 'V': printf("ptoctl %s (protocol %d)\n", PTO_VERSION, PTO_PROTOCOL_VERSION); return -1;

@@ -33,7 +33,7 @@ int pto_client_dispatch_multi(const pto_dispatch_req_t *req, pto_device_dispatch
       r.u.dispatch.args = d->args;
       r.u.dispatch.nargs = d->nargs;
     }
-    d->rc = client_send_until(d->client, &r, deadline, &msgids[i], &d->err);
+    d->rc = client_send_until(d->client, &r, NULL, deadline, &msgids[i], &d->err);
   }
   for (size_t i = 0; i < ndevices; i++) {
     pto_device_dispatch_t *d = &devices[i];

@@ -120,6 +120,9 @@ void ctl_usage(FILE *f) {
           "      --ring-dep-pool V\n"
           "      --config-set KEY=VALUE another config key, passed through as given\n"
           "      --deadline MS          the daemon gives up if the dispatch has not started\n"
+          "      --priority N           device commands: -8..7, lower runs sooner (default 0)\n"
+          "      --request-id ID        device commands: your id for the request, echoed in\n"
+          "                             the result and in ptod's logs and DFX artefacts\n"
           "      --out-dir DIR          write dispatch outputs to DIR/outN.bin\n"
           "      --dfx-dir DIR          dispatch: save its DFX artefacts (swimlane.json,\n"
           "                             scope_stats.jsonl, dep_graph.dot) in DIR, on failure too;\n"
@@ -235,11 +238,28 @@ static void close_all(ctl_t *c) {
   pto_config_free(c->config);
 }
 
+/* Options a command has no use for are ignored (ctl_options.c): priority
+ * and request_id go with the device requests only. */
+const pto_call_opts_t *ctl_opts(const ctl_t *c, pto_method_t method) {
+  switch (method) {
+    case PTO_METHOD_DISPATCH:
+    case PTO_METHOD_BUFFER_ALLOC:
+    case PTO_METHOD_BUFFER_WRITE:
+    case PTO_METHOD_BUFFER_READ:
+    case PTO_METHOD_BUFFER_FREE:
+    case PTO_METHOD_BUFFER_LIST:
+    case PTO_METHOD_PREWARM: return &c->opts;
+    default: return NULL;
+  }
+}
+
 void ctl_call_all(ctl_t *c, const pto_request_t *req) {
   double t0 = ctl_now_ms();
   for (int i = 0; i < c->ntargets; i++) {
     target_t *t = &c->targets[i];
-    if (t->rc == 0) t->rc = pto_client_send(t->client, req, c->timeout_ms, &t->msgid, &t->err);
+    if (t->rc == 0)
+      t->rc = pto_client_send_opts(t->client, req, ctl_opts(c, req->method), c->timeout_ms,
+                                   &t->msgid, &t->err);
   }
   for (int i = 0; i < c->ntargets; i++) {
     target_t *t = &c->targets[i];
@@ -380,6 +400,7 @@ int main(int argc, char **argv) {
     if (cmd && cmd->own_main) return cmd->own_main(argc - 1, argv + 1);
   }
   c.timeout_ms = -1;
+  c.opts = (pto_call_opts_t)PTO_CALL_OPTS_INIT;
   c.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
   c.count = 100;
   c.warmup = 3;

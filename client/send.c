@@ -30,12 +30,12 @@
 /* Encode the request into c->out: the sbuffer's bytes and the references
  * between them.  Returns 0 or < 0 (out of memory, a bad method). */
 static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
-                  const proto_params_t *params) {
+                  const proto_params_t *params, int priority) {
   msgpack_packer pk;
   int rc;
   proto_refbuf_begin(&c->out.refs, &c->out.sb, NULL, NULL, &pk);
   rc = proto_pack_request_begin(&pk, msgid, proto_method_name(method));
-  return rc < 0 ? rc : proto_params_pack(&pk, method, params);
+  return rc < 0 ? rc : proto_params_pack_priority(&pk, method, params, priority);
 }
 
 /* The encoded request as iovecs in c->out.iov (pointing into the sbuffer,
@@ -168,13 +168,13 @@ static uint32_t next_msgid(pto_client_t *c) {
 }
 
 int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_params_t *params,
-                            proto_method_t decode, int pass_fd, int64_t deadline,
+                            int priority, proto_method_t decode, int pass_fd, int64_t deadline,
                             uint32_t *ret_msgid, pto_error_t *err) {
   uint32_t msgid;
   int rc;
   if (c->dead) return conn_dead_error(c, err);
   msgid = next_msgid(c);
-  if (encode(c, msgid, method, params) < 0)
+  if (encode(c, msgid, method, params, priority) < 0)
     return client_error(err, PTO_E_NO_MEMORY, "Out of memory encoding a '%s' request.",
                         proto_method_name(method));
   rc = send_encoded(c, msgid, method, decode, pass_fd, deadline, err);
@@ -182,9 +182,39 @@ int client_send_proto_until(pto_client_t *c, proto_method_t method, const proto_
   return rc;
 }
 
-int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadline,
-                      uint32_t *ret_msgid, pto_error_t *err) {
+/* The caller's opts as they were compiled: a field past opts->size is its
+ * default (an older caller's struct is shorter). */
+#define OPT(o, field, dflt) \
+  ((o) && (o)->size >= offsetof(pto_call_opts_t, field) + sizeof((o)->field) ? (o)->field : (dflt))
+
+/* Check opts against the method and put its request_id into the params
+ * (buffer.list's only key: then rp has params to send). */
+static int apply_opts(proto_method_t method, const pto_call_opts_t *opts,
+                      client_request_params_t *rp, int *ret_priority, pto_error_t *err) {
+  const char *id = OPT(opts, request_id, NULL);
+  int priority = OPT(opts, priority, 0);
+  if (!id && priority == 0) return *ret_priority = 0;
+  if (priority < PTO_PRIORITY_MIN || priority > PTO_PRIORITY_MAX)
+    return client_error(err, PTO_E_INVALID_ARGUMENT,
+                        "priority must be an integer in [%d, %d] (lower runs sooner), got %d.",
+                        PTO_PRIORITY_MIN, PTO_PRIORITY_MAX, priority);
+  if (id && !proto_request_id_valid(id, strlen(id)))
+    return client_error(err, PTO_E_INVALID_ARGUMENT,
+                        "request_id must be 1 to 64 bytes of printable ASCII.");
+  if (proto_params_set_request_id(method, &rp->p, id) < 0)
+    return client_error(err, PTO_E_INVALID_ARGUMENT,
+                        "'%s' takes no priority or request_id: only device requests (dispatch, "
+                        "buffer.*, prewarm) do.",
+                        proto_method_name(method));
+  if (!rp->params) rp->params = &rp->p;
+  *ret_priority = priority;
+  return 0;
+}
+
+int client_send_until(pto_client_t *c, const pto_request_t *req, const pto_call_opts_t *opts,
+                      int64_t deadline, uint32_t *ret_msgid, pto_error_t *err) {
   client_request_params_t rp;
+  int priority = 0;
   int rc;
 
   if (!c || !req)
@@ -193,16 +223,48 @@ int client_send_until(pto_client_t *c, const pto_request_t *req, int64_t deadlin
   if (c->dead) return conn_dead_error(c, err);
   rc = client_request_params(req, &rp, err);
   if (rc < 0) return rc;
-  rc = client_send_proto_until(c, (proto_method_t)req->method, rp.params,
-                               (proto_method_t)req->method, -1, deadline, ret_msgid, err);
+  rc = apply_opts((proto_method_t)req->method, opts, &rp, &priority, err);
+  if (rc == 0)
+    rc = client_send_proto_until(c, (proto_method_t)req->method, rp.params, priority,
+                                 (proto_method_t)req->method, -1, deadline, ret_msgid, err);
   client_request_params_free(&rp);
+  return rc;
+}
+
+int pto_client_send_opts(pto_client_t *c, const pto_request_t *req, const pto_call_opts_t *opts,
+                         int timeout_ms, uint32_t *ret_msgid, pto_error_t *ret_err) {
+  uint32_t id = 0;
+  int rc = client_send_until(c, req, opts, client_deadline(timeout_ms), &id, ret_err);
+  if (rc == 0 && ret_msgid) *ret_msgid = id;
   return rc;
 }
 
 int pto_client_send(pto_client_t *c, const pto_request_t *req, int timeout_ms, uint32_t *ret_msgid,
                     pto_error_t *ret_err) {
-  uint32_t id = 0;
-  int rc = client_send_until(c, req, client_deadline(timeout_ms), &id, ret_err);
-  if (rc == 0 && ret_msgid) *ret_msgid = id;
-  return rc;
+  return pto_client_send_opts(c, req, NULL, timeout_ms, ret_msgid, ret_err);
+}
+
+/* [2, "cancel", [{"msgid": id}]]: written whole like a request, but no slot
+ * waits for it (a notification has no answer). */
+int pto_client_cancel(pto_client_t *c, uint32_t msgid, pto_error_t *ret_err) {
+  msgpack_packer pk;
+  size_t written = 0;
+  slot_t *s = c ? slot_find(c, msgid) : NULL;
+  int rc, niov;
+  if (!s)
+    return client_error(ret_err, PTO_E_INVALID_ARGUMENT,
+                        "pto_client_cancel: msgid %u is not a request pending on this connection.",
+                        msgid);
+  if (s->state == SLOT_DONE) return 0; /* answered already: nothing to cancel */
+  if (c->dead) return conn_dead_error(c, ret_err);
+  proto_refbuf_begin(&c->out.refs, &c->out.sb, NULL, NULL, &pk);
+  rc = proto_pack_notification_begin(&pk, "cancel") | msgpack_pack_array(&pk, 1) |
+       msgpack_pack_map(&pk, 1) | msgpack_pack_str_with_body(&pk, "msgid", 5) |
+       msgpack_pack_uint32(&pk, msgid);
+  niov = rc == 0 ? make_iov(&c->out) : -1;
+  if (niov < 0) return client_error(ret_err, PTO_E_NO_MEMORY, NULL);
+  rc = conn_write(c, c->out.iov, (size_t)niov, -1, CLIENT_FOREVER, &written);
+  c->out.refs.n = 0;
+  if (rc < 0) return conn_dead_error(c, ret_err);
+  return 0;
 }

@@ -57,7 +57,7 @@ static int call_proto(pto_client_t *c, proto_method_t method, const proto_params
                       proto_method_t decode, int pass_fd, int64_t deadline, void **ret_result,
                       pto_error_t *err) {
   uint32_t msgid = 0;
-  int rc = client_send_proto_until(c, method, params, decode, pass_fd, deadline, &msgid, err);
+  int rc = client_send_proto_until(c, method, params, 0, decode, pass_fd, deadline, &msgid, err);
   if (rc < 0) return rc;
   rc = client_wait_until(c, msgid, deadline, ret_result, err);
   if (rc == -PTO_E_TIMEOUT) pto_client_discard(c, msgid);

@@ -27,7 +27,7 @@ int dfx_trace_new(const proto_config_t *c, rt_trace_t **ret) {
  * each resource its ring had in use at any of its submits.  Those are the
  * moments the run's peaks are taken, so the per-ring maxima over these
  * lines are the dispatch's peaks. */
-static void render_scope_stats(tb_t *t, const rt_trace_t *tr, const char *program) {
+static void render_scope_stats(tb_t *t, const rt_trace_t *tr, const dfx_subject_t *who) {
   uint64_t (*peak)[3] = calloc(tr->nscopes ? tr->nscopes : 1, sizeof *peak);
   if (!peak) {
     t->failed = true;
@@ -43,7 +43,11 @@ static void render_scope_stats(tb_t *t, const rt_trace_t *tr, const char *progra
     if (k->ring_deps > p[2]) p[2] = k->ring_deps;
   }
   tb_put(t, "{\"program\": ");
-  tb_json_str(t, program);
+  tb_json_str(t, who->program);
+  if (who->request_id) {
+    tb_put(t, ", \"request_id\": ");
+    tb_json_str(t, who->request_id);
+  }
   tb_put(t, ", \"sizing\": ");
   dfx_put_sizing(t, &tr->sizing);
   if (tr->failure.set)
@@ -67,10 +71,13 @@ static void render_scope_stats(tb_t *t, const rt_trace_t *tr, const char *progra
 
 /* One node per task (in a cluster per scope), one edge per dependency:
  * producer -> consumer. */
-static void render_dep_graph(tb_t *t, const rt_trace_t *tr, const char *program,
+static void render_dep_graph(tb_t *t, const rt_trace_t *tr, const dfx_subject_t *who,
                              dfx_names_t *names) {
+  /* A request_id is printable ASCII; a C comment holds any of it but its end. */
+  if (who->request_id && !strstr(who->request_id, "*/"))
+    tb_put(t, "/* request_id %s */\n", who->request_id);
   tb_put(t, "digraph ");
-  tb_json_str(t, program);
+  tb_json_str(t, who->program);
   tb_put(t, " {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n");
   for (uint32_t s = 0; s <= tr->nscopes; s++) {
     uint32_t scope = s < tr->nscopes ? s : RT_TRACE_NONE;
@@ -107,23 +114,22 @@ static int take(tb_t *t, dfx_artefacts_t *ret, int which, size_t *budget) {
 }
 
 /* Render one artefact into ret within *budget bytes. */
-static int render_one(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-                      uint32_t device, dfx_names_t *names, int which, size_t *budget,
-                      dfx_artefacts_t *ret) {
+static int render_one(const rt_trace_t *tr, const proto_config_t *c, const dfx_subject_t *who,
+                      dfx_names_t *names, int which, size_t *budget, dfx_artefacts_t *ret) {
   tb_t t;
   tb_init(&t);
   tb_limit(&t, *budget);
   if (which == DFX_SWIMLANE)
-    dfx_render_swimlane(&t, tr, (uint32_t)c->enable_swimlane, program, device, names);
+    dfx_render_swimlane(&t, tr, (uint32_t)c->enable_swimlane, who, names);
   else if (which == DFX_SCOPE_STATS)
-    render_scope_stats(&t, tr, program);
+    render_scope_stats(&t, tr, who);
   else
-    render_dep_graph(&t, tr, program, names);
+    render_dep_graph(&t, tr, who, names);
   return take(&t, ret, which, budget);
 }
 
-int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-               uint32_t device, size_t budget, dfx_artefacts_t *ret) {
+int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const dfx_subject_t *who,
+               size_t budget, dfx_artefacts_t *ret) {
   const bool wanted[3] = {c->enable_swimlane > 0, c->enable_scope_stats == 1,
                           c->enable_dep_gen == 1};
   const size_t limit = budget;
@@ -142,7 +148,7 @@ int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *progra
     return 0;
   }
   for (int w = 0; w < 3 && rc == 0; w++)
-    if (wanted[w]) rc = render_one(tr, c, program, device, &names, w, &budget, ret);
+    if (wanted[w]) rc = render_one(tr, c, who, &names, w, &budget, ret);
   if (rc != 0) dfx_artefacts_free(ret);
   if (rc == 1)
     snprintf(ret->refused, sizeof ret->refused,
@@ -187,17 +193,17 @@ void dfx_artefacts_free(dfx_artefacts_t *a) {
   }
 }
 
-int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-                uint32_t device, const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
+int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const dfx_subject_t *who,
+                const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
                 uint64_t output_limit, dfx_artefacts_t *a, proto_dfx_t *ret) {
   char where[PATH_MAX + 64] = "";
   bool files = dir && dir->path && dir->path[0];
   uint64_t budget = files && dir->max_bytes > output_limit ? dir->max_bytes : output_limit;
   int rc;
   memset(ret, 0, sizeof *ret);
-  rc = dfx_render(tr, c, program, device, budget > SIZE_MAX ? SIZE_MAX : (size_t)budget, a);
+  rc = dfx_render(tr, c, who, budget > SIZE_MAX ? SIZE_MAX : (size_t)budget, a);
   if (rc < 0) return rc;
-  if (files && !a->refused[0]) dfx_save(a, dir, seq, where, sizeof where);
+  if (files && !a->refused[0]) dfx_save(a, dir, seq, who, where, sizeof where);
   dfx_to_result(a, outputs_bytes, output_limit, where, ret);
   return 0;
 }

@@ -41,13 +41,25 @@ bool dfx_wanted(const proto_config_t *c);
  * *ret when nothing is asked for.  -ENOMEM. */
 int dfx_trace_new(const proto_config_t *c, rt_trace_t **ret);
 
-/* Render what c asks for from the record of a run of `program` on
- * `device`, in at most `budget` bytes of text for all artefacts together
+/* What the artefacts are of: the program, the device, the request's
+ * request_id (NULL: none; protocol 1.2) and how log lines name the request
+ * (request.h req_tag; NULL: "dispatch <seq>" alone).  The request_id goes
+ * into every artefact: the swimlane's otherData, scope_stats' first line,
+ * a comment atop the dep graph; so a file in diagnostics_dir names it too. */
+typedef struct dfx_subject {
+  const char *program;
+  uint32_t device;
+  const char *request_id;
+  const char *tag;
+} dfx_subject_t;
+
+/* Render what c asks for from the record of a run of who->program on
+ * who->device, in at most `budget` bytes of text for all artefacts together
  * (so rendering never takes more memory than could be delivered).  A
  * record that dropped anything against its caps, or artefacts that would
  * pass the budget, render nothing and say so in ret->refused.  -ENOMEM. */
-int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-               uint32_t device, size_t budget, dfx_artefacts_t *ret);
+int dfx_render(const rt_trace_t *tr, const proto_config_t *c, const dfx_subject_t *who,
+               size_t budget, dfx_artefacts_t *ret);
 
 /* Where a dispatch's artefacts go as files: diagnostics_dir and its
  * quota (diagnostics_max_bytes / _files). */
@@ -64,8 +76,8 @@ typedef struct dfx_dir {
  * written.  ret_where gets the glob of the files written (DIR, then
  * "*-<pid>-<seq>.*"), else "".  Logged through the client log limiter
  * (log.h): written, refused or failed, once. */
-void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq, char *ret_where,
-              size_t len);
+void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq,
+              const dfx_subject_t *who, char *ret_where, size_t len);
 
 /* Fill the result's dfx map: the artefacts, unless they and the outputs
  * (`outputs_bytes`) would not fit in `output_limit` — then `refused` says
@@ -81,8 +93,8 @@ void dfx_artefacts_free(dfx_artefacts_t *a);
  * its max_bytes: what could be delivered at all), save under dir
  * (dfx_save; NULL: no files), fill *ret for the response.  Returns 0 or -ENOMEM (then *ret is empty).  Free a with
  * dfx_artefacts_free once encoded. */
-int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const char *program,
-                uint32_t device, const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
+int dfx_collect(const rt_trace_t *tr, const proto_config_t *c, const dfx_subject_t *who,
+                const dfx_dir_t *dir, uint64_t seq, uint64_t outputs_bytes,
                 uint64_t output_limit, dfx_artefacts_t *a, proto_dfx_t *ret);
 
 #endif

@@ -144,8 +144,10 @@ static int write_all(int dfd, const dfx_artefacts_t *a, uint64_t seq) {
   return rc;
 }
 
-void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq, char *ret_where,
-              size_t len) {
+void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq,
+              const dfx_subject_t *who, char *ret_where, size_t len) {
+  const char *tag = who->tag ? who->tag : "", *paren = who->tag ? " (" : "",
+             *end = who->tag ? ")" : "";
   uint64_t bytes = 0;
   uint32_t files = 0;
   int dfd, removed = 0, rc;
@@ -154,9 +156,9 @@ void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq, char
     if (a->text[w]) bytes += a->len[w], files++;
   if (bytes > dir->max_bytes || files > dir->max_files) {
     log_client(LOG_WARNING,
-               "The DFX artefacts of dispatch %" PRIu64 " (%" PRIu64 " bytes) do not fit in "
+               "The DFX artefacts of dispatch %" PRIu64 "%s%s%s (%" PRIu64 " bytes) do not fit in "
                "diagnostics_max_bytes = %" PRIu64 "; not written to '%s'.",
-               seq, bytes, dir->max_bytes, dir->path);
+               seq, paren, tag, end, bytes, dir->max_bytes, dir->path);
     return;
   }
   dfd = open(dir->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -168,11 +170,12 @@ void dfx_save(const dfx_artefacts_t *a, const dfx_dir_t *dir, uint64_t seq, char
   if (dfd >= 0) close(dfd);
   snprintf(ret_where, len, "%s/*-%ld-%" PRIu64 ".*", dir->path, (long)getpid(), seq);
   if (rc < 0) {
-    log_client(LOG_WARNING, "Failed to write the DFX artefacts of dispatch %" PRIu64 " to '%s': "
-               "%s, ignoring.", seq, ret_where, strerror(-rc));
+    log_client(LOG_WARNING, "Failed to write the DFX artefacts of dispatch %" PRIu64 "%s%s%s to "
+               "'%s': %s, ignoring.", seq, paren, tag, end, ret_where, strerror(-rc));
     ret_where[0] = '\0';
     return;
   }
-  log_client(LOG_INFO, "Wrote the DFX artefacts of dispatch %" PRIu64 " to '%s'%s.", seq,
-             ret_where, removed ? " (removed the oldest to stay within the diagnostics quota)" : "");
+  log_client(LOG_INFO, "Wrote the DFX artefacts of dispatch %" PRIu64 "%s%s%s to '%s'%s.", seq,
+             paren, tag, end, ret_where,
+             removed ? " (removed the oldest to stay within the diagnostics quota)" : "");
 }

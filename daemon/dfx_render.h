@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "dfx.h"
 #include "textbuf.h"
 #include "trace.h"
 
@@ -24,7 +25,7 @@ const char *dfx_kernel_name(dfx_names_t *names, pto_kernel_fn fn);
 void dfx_put_sizing(tb_t *t, const pto_sizing_resolved_t *s);
 
 /* Chrome trace-event JSON of the record at swimlane `level`. */
-void dfx_render_swimlane(tb_t *t, const rt_trace_t *tr, uint32_t level, const char *program,
-                         uint32_t device, dfx_names_t *names);
+void dfx_render_swimlane(tb_t *t, const rt_trace_t *tr, uint32_t level, const dfx_subject_t *who,
+                         dfx_names_t *names);
 
 #endif

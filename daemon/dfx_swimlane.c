@@ -183,10 +183,16 @@ static void counters(tb_t *t, const rt_trace_t *tr, uint32_t device) {
   }
 }
 
-void dfx_render_swimlane(tb_t *t, const rt_trace_t *tr, uint32_t level, const char *program,
-                         uint32_t device, dfx_names_t *names) {
+void dfx_render_swimlane(tb_t *t, const rt_trace_t *tr, uint32_t level, const dfx_subject_t *who,
+                         dfx_names_t *names) {
+  const char *program = who->program;
+  uint32_t device = who->device;
   tb_put(t, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"program\": ");
   tb_json_str(t, program);
+  if (who->request_id) {
+    tb_put(t, ", \"request_id\": ");
+    tb_json_str(t, who->request_id);
+  }
   tb_put(t, ", \"level\": %u, \"tasks\": %u, \"run_us\": ", level, tr->ntasks);
   us(t, tr->end_ns);
   tb_put(t, ", \"sizing\": ");

@@ -26,11 +26,9 @@
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 static void encode_error(req_t *req, const pto_error_t *err) {
-  msgpack_packer pk;
   req->result_code = err->code ? err->code : PTO_E_INTERNAL;
   msgpack_sbuffer_clear(&req->response);
-  msgpack_packer_init(&pk, &req->response, msgpack_sbuffer_write);
-  proto_pack_response_error(&pk, req->msgid, err);
+  proto_encode_error_response_dfx(&req->response, req->msgid, err, NULL, req->request_id);
 }
 
 /* The bytes of the byte strings in a result: a dispatch's outputs,
@@ -62,7 +60,7 @@ static void encode_result_as(req_t *req, proto_method_t method, const proto_resu
   pto_error_t err;
   msgpack_sbuffer_clear(&req->response);
   reserve_response(&req->response, 4096 + result_bytes(method, result));
-  if (proto_encode_response(&req->response, req->msgid, method, result) < 0) {
+  if (proto_encode_response_id(&req->response, req->msgid, method, result, req->request_id) < 0) {
     pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory encoding the response.");
     encode_error(req, &err);
     return;
@@ -241,10 +239,11 @@ static int get_arena(req_t *req, dispatch_run_t *run, pto_error_t *err) {
                     prewarm_record_dispatch(&d->device.prewarm, run->arena.hit), run->arena.hit,
                     run->arena.build_us);
   if (!run->arena.hit) {
-    char text[256];
+    char text[256], tag[REQ_TAG_MAX];
     pto_sizing_format(&run->sizing, text, sizeof(text));
-    log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s').", text,
-               (unsigned long long)(run->arena.build_us / 1000u), program);
+    log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s', %s).", text,
+               (unsigned long long)(run->arena.build_us / 1000u), program,
+               req_tag(req, tag, sizeof(tag)));
   }
   return 0;
 }
@@ -303,14 +302,17 @@ static int collect_dfx(req_t *req, dispatch_run_t *run, uint64_t out_bytes, prot
   const proto_dispatch_params_t *p = &req->params.dispatch;
   const dfx_dir_t files = {req->snap.diagnostics_dir, req->snap.diagnostics_max_bytes,
                            req->snap.diagnostics_max_files};
-  return dfx_collect(run->trace, &p->config, p->program, req->snap.device_id, &files,
-                     req->d->device.dispatch_seq, out_bytes, req->snap.output_limit, &run->dfx,
-                     ret);
+  char tag[REQ_TAG_MAX];
+  const dfx_subject_t who = {p->program, req->snap.device_id, req->request_id,
+                             req_tag(req, tag, sizeof(tag))};
+  return dfx_collect(run->trace, &p->config, &who, &files, req->d->device.dispatch_seq, out_bytes,
+                     req->snap.output_limit, &run->dfx, ret);
 }
 
 /* The result's arena, sizing, timings and task count. */
 static void describe_run(const req_t *req, const dispatch_run_t *run,
                          proto_dispatch_result_t *r) {
+  r->request_id = req->request_id;
   r->arena.hit = run->arena.hit;
   r->arena.build_us = run->arena.build_us;
   r->arena.key = run->arena.key;
@@ -327,14 +329,16 @@ static void describe_run(const req_t *req, const dispatch_run_t *run,
 static void answer_failure(req_t *req, dispatch_run_t *run, int rc, pto_error_t *err) {
   const char *program = req->params.dispatch.program;
   proto_dfx_t fail_dfx = {0};
+  char tag[REQ_TAG_MAX];
   if (err->code == PTO_OK) pto_error_set(err, -rc, "%s", pto_error_default_message(-rc));
-  log_client(LOG_INFO, "Dispatch of '%s' failed: %s: %s", program, pto_error_name(err->code),
-             err->message);
+  log_client(LOG_INFO, "Dispatch of '%s' (%s) failed: %s: %s", program,
+             req_tag(req, tag, sizeof(tag)), pto_error_name(err->code), err->message);
   if (run->ran && run->trace) (void)collect_dfx(req, run, 0, &fail_dfx);
   encode_error(req, err);
   if (proto_dfx_present(&fail_dfx)) {
     msgpack_sbuffer_clear(&req->response);
-    if (proto_encode_error_response_dfx(&req->response, req->msgid, err, &fail_dfx) < 0)
+    if (proto_encode_error_response_dfx(&req->response, req->msgid, err, &fail_dfx,
+                                        req->request_id) < 0)
       encode_error(req, err);
   }
 }

@@ -27,13 +27,17 @@ static void send_sbuffer(srv_conn_t *conn, msgpack_sbuffer *sb) {
   sb->size = sb->alloc = 0;
 }
 
-static void send_error(srv_conn_t *conn, const uint32_t *msgid, const pto_error_t *err) {
+/* An error answer to msgid, echoing request_id (NULL: none), or with no
+ * msgid the "error" notification. */
+static void send_error(srv_conn_t *conn, const uint32_t *msgid, const pto_error_t *err,
+                       const char *request_id) {
   msgpack_sbuffer sb;
   msgpack_packer pk;
   int rc;
   msgpack_sbuffer_init(&sb);
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  rc = msgid ? proto_pack_response_error(&pk, *msgid, err) : proto_pack_error_notification(&pk, err);
+  rc = msgid ? proto_encode_error_response_dfx(&sb, *msgid, err, NULL, request_id)
+             : proto_pack_error_notification(&pk, err);
   if (rc == 0)
     send_sbuffer(conn, &sb);
   else
@@ -49,6 +53,14 @@ static void send_result(req_t *req, const proto_result_t *result) {
   else
     srv_conn_close(req->conn);
   msgpack_sbuffer_destroy(&sb);
+}
+
+const char *req_tag(const req_t *req, char *buf, size_t cap) {
+  int n = snprintf(buf, cap, "request %u of client %llu", req->msgid,
+                   (unsigned long long)srv_conn_id(req->conn));
+  if (req->request_id && n >= 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " (request_id %s)", req->request_id);
+  return buf;
 }
 
 /* ---- a request's end ------------------------------------------------------- */
@@ -120,7 +132,7 @@ static void reject(req_t *req, const pto_error_t *err) {
     metrics_count_rejected(req->d->metrics,
                            req->snap.program ? req->params.dispatch.program : NULL);
   }
-  if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, err);
+  if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, err, req->request_id);
   req_finish(req);
 }
 
@@ -145,6 +157,7 @@ static void request_complete(dsp_job_t *job) {
   ptod_t *d = req->d;
   srv_conn_t *conn = req->conn;
   pto_error_t err;
+  char tag[REQ_TAG_MAX];
 
   switch (job->outcome) {
   case DSP_RAN:
@@ -162,8 +175,8 @@ static void request_complete(dsp_job_t *job) {
     req_finish(req); /* what was not sent (the client gone) is freed here */
     break;
   case DSP_CANCELLED:
-    log_client(LOG_DEBUG, "Dropped %s request %u of client %llu, which went away before it ran.",
-               proto_method_name(req->method), req->msgid, (unsigned long long)srv_conn_id(conn));
+    log_client(LOG_DEBUG, "Dropped %s %s: its client went away before it ran.",
+               proto_method_name(req->method), req_tag(req, tag, sizeof(tag)));
     if (is_dispatch(req)) metrics_count_dispatch(d->metrics, METRICS_REJECTED);
     req_finish(req);
     break;
@@ -173,6 +186,8 @@ static void request_complete(dsp_job_t *job) {
                   "ms in the queue); it was not run.",
                   proto_method_name(req->method), (long long)req->params.dispatch.deadline_ms,
                   (unsigned long long)((job->started_ns - job->admitted_ns) / 1000000u));
+    log_client(LOG_INFO, "The deadline of %s %s expired before it started.",
+               proto_method_name(req->method), req_tag(req, tag, sizeof(tag)));
     reject(req, &err);
     break;
   case DSP_SHUTDOWN:
@@ -397,6 +412,7 @@ static int decode_request(req_t *req, const proto_envelope_t *env) {
     reject(req, &err);
     return -1;
   }
+  req->request_id = proto_params_request_id(req->method, &req->params);
   return 0;
 }
 
@@ -434,7 +450,7 @@ static void on_close(srv_conn_t *conn, void *data) {
 
 static void on_fatal(srv_conn_t *conn, const pto_error_t *err, const uint32_t *msgid, void *data) {
   metrics_count_error(((ptod_t *)data)->metrics, err->code);
-  send_error(conn, msgid, err);
+  send_error(conn, msgid, err, NULL);
 }
 
 /* Completions found together answer together: one writev per connection. */

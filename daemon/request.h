@@ -59,6 +59,9 @@ typedef struct req {
   uint32_t msgid;
   proto_method_t method;
   proto_params_t params;
+  /* The caller's request_id (protocol 1.2), NULL when none: points into
+   * params (the message's zone), set once when the params are decoded. */
+  const char *request_id;
   req_snapshot_t snap; /* device methods: set at admission */
   /* Shared-memory ranges the request names, resolved at admission: per
    * dispatch argument (NULL: not shm), or shm_ptr[0] for buffer.write/read;
@@ -79,6 +82,13 @@ typedef struct req {
   staging_area_t *lent;
   int result_code; /* PTO_OK or the error code answered */
 } req_t;
+
+/* How log lines name a request: "request 7 of client 3", then
+ * " (request_id X)" when it has one, into buf[cap] (REQ_TAG_MAX is enough);
+ * returns buf.  Every log line about one request names it this way, so an
+ * operator can grep for a serving process's id. */
+#define REQ_TAG_MAX 160
+const char *req_tag(const req_t *req, char *buf, size_t cap);
 
 /* The server's handlers, bound to d (d->dsp set). */
 srv_handlers_t req_handlers(ptod_t *d);

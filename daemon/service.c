@@ -15,8 +15,11 @@
 /* ---- methods served on the loop ----------------------------------------- */
 
 /* What ping says the daemon speaks beyond protocol version 1 (docs/protocol.md,
- * ping): DFX artefacts in dispatch results, shared-memory arguments. */
-static const char *const ptod_features[] = {"dfx", "shm"};
+ * ping): DFX artefacts in dispatch results, protocol 1.2's request ids
+ * (cancel and priority join this list when the daemon speaks them), and
+ * shared-memory arguments.  "shm" stays last: serve_ping leaves it out when
+ * shm_limit = 0 turns the shm path off. */
+static const char *const ptod_features[] = {"dfx", "request_id", "shm"};
 
 /* status: ptod_snapshot's facts (those the exposition shows too), in the
  * result's shape, and the prewarmed arena. */
@@ -106,7 +109,7 @@ int service_ping(req_t *req, proto_result_t *result, service_scratch_t *scratch,
   result->ping.version = PTO_VERSION;
   result->ping.device = d->loop.cfg.device.id;
   result->ping.state = ptod_state_name((ptod_state_t)atomic_load(&d->state));
-  /* "shm" last: left out when shm_limit = 0 turns the shm path off. */
+  /* "shm" last (ptod_features). */
   result->ping.features = ptod_features;
   result->ping.nfeatures = sizeof(ptod_features) / sizeof(ptod_features[0]) -
                            (d->loop.cfg.daemon.shm_limit == 0 ? 1 : 0);

@@ -24,15 +24,19 @@ bool proto_dfx_present(const proto_dfx_t *dfx) {
 }
 
 int proto_encode_error_response_dfx(msgpack_sbuffer *sb, uint32_t msgid, const pto_error_t *err,
-                                    const proto_dfx_t *dfx) {
+                                    const proto_dfx_t *dfx, const char *request_id) {
   msgpack_packer pk;
   bool with = dfx && proto_dfx_present(dfx);
   int rc;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   rc = msgpack_pack_array(&pk, 4) | msgpack_pack_uint8(&pk, PROTO_MSG_RESPONSE) |
-       msgpack_pack_uint32(&pk, msgid) | proto_pack_error_map_n(&pk, err, with ? 1 : 0);
+       msgpack_pack_uint32(&pk, msgid) |
+       proto_pack_error_map_n(&pk, err, (with ? 1u : 0u) + (request_id ? 1u : 0u));
   if (with)
     rc |= msgpack_pack_str_with_body(&pk, "dfx", 3) | schema_pack_map(&pk, &proto_dfx_schema, dfx);
+  if (request_id)
+    rc |= msgpack_pack_str_with_body(&pk, "request_id", 10) |
+          msgpack_pack_str_with_body(&pk, request_id, strlen(request_id));
   rc |= msgpack_pack_nil(&pk);
   return rc ? -ENOMEM : 0;
 }

@@ -149,7 +149,7 @@ static char *put_outputs(piece_t *pc, uint32_t msgid, const proto_dispatch_resul
   *p++ = (char)PROTO_MSG_RESPONSE;
   p = put_uint(p, msgid);
   *p++ = (char)0xc0;
-  *p++ = (char)(0x80 | (proto_dfx_present(&r->dfx) ? 7 : 6));
+  *p++ = (char)(0x80 | (6 + proto_dfx_present(&r->dfx) + (r->request_id != NULL)));
   p = PUT(p, k_outputs);
   p = put_array_header(p, r->noutputs);
   for (uint32_t i = 0; i < r->noutputs; i++) {
@@ -205,6 +205,9 @@ int proto_dispatch_response_pack(msgpack_packer *pk, uint32_t msgid,
   if (proto_dfx_present(&result->dfx))
     pc.rc |= msgpack_pack_str_with_body(pk, "dfx", 3) |
              schema_pack_map(pk, &proto_dfx_schema, &result->dfx);
+  if (result->request_id) /* as its SK_STR row packs it (methods.c) */
+    pc.rc |= msgpack_pack_str_with_body(pk, "request_id", 10) |
+             msgpack_pack_str_with_body(pk, result->request_id, strlen(result->request_id));
   return pc.rc ? -ENOMEM : 0;
 }
 

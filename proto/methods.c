@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dispatch_pack.h"
 #include "schema.h"
 
 /* Row builders.  T is the struct the rows of one table describe. */
@@ -127,6 +126,7 @@ static const schema_spec_t dispatch_rows[] = {
     ROW_LIST("args", T, args, nargs, proto_arg_elem),
     ROW_MAP("config", T, config, config_schema, F_OPT),
     ROW_I("deadline_ms", T, deadline_ms, 0, INT64_MAX, PROTO_UNSET, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t dispatch_schema = SCHEMA(dispatch_rows);
@@ -147,6 +147,7 @@ static const schema_spec_t alloc_rows[] = {
     ROW_K("name", SK_NAME, T, name, 0),
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, 0),
     ROW_K("init", SK_BIN, T, init, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t alloc_schema = {.fields = alloc_rows,
@@ -186,6 +187,7 @@ static const schema_spec_t write_rows[] = {
     ROW_K("shm", SK_NAME, T, shm, F_OPT),
     ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t write_schema = {.fields = write_rows,
@@ -211,6 +213,7 @@ static const schema_spec_t read_rows[] = {
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT | F_ZERO),
     ROW_K("shm", SK_NAME, T, shm, F_OPT),
     ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
+    ROW_K("request_id", SK_RID, T, request_id, F_OPT),
 };
 #undef T
 static const schema_t read_schema = {.fields = read_rows,
@@ -230,12 +233,18 @@ static const schema_spec_t shm_unregister_rows[] = {
 static const schema_t shm_unregister_schema = SCHEMA(shm_unregister_rows);
 
 static const schema_spec_t free_rows[] = {
-    ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0)};
+    ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0),
+    ROW_K("request_id", SK_RID, proto_buffer_free_params_t, request_id, F_OPT)};
 static const schema_t free_schema = SCHEMA(free_rows);
 
 static const schema_spec_t prewarm_rows[] = {
-    ROW_MAP("config", proto_prewarm_params_t, config, config_schema, F_OPT)};
+    ROW_MAP("config", proto_prewarm_params_t, config, config_schema, F_OPT),
+    ROW_K("request_id", SK_RID, proto_prewarm_params_t, request_id, F_OPT)};
 static const schema_t prewarm_schema = SCHEMA(prewarm_rows);
+
+static const schema_spec_t list_rows[] = {
+    ROW_K("request_id", SK_RID, proto_buffer_list_params_t, request_id, F_OPT)};
+static const schema_t list_schema = SCHEMA(list_rows);
 
 static const schema_t no_params_schema = {.nfields = 0};
 
@@ -389,6 +398,7 @@ static const schema_spec_t dispatch_result_rows[] = {
     ROW_MAP_HERE("timing_us", timing_schema),
     ROW_COUNT("tasks", T, tasks),
     ROW_MAP("dfx", T, dfx, proto_dfx_schema, F_OPT),
+    ROW_K("request_id", SK_STR, T, request_id, F_OPT), /* 1.2: echoed when sent */
 };
 #undef T
 static const schema_t dispatch_result_schema = SCHEMA(dispatch_result_rows);
@@ -460,7 +470,7 @@ static const method_def_t methods[PROTO_M_COUNT] = {
     [PROTO_M_BUFFER_WRITE] = {ROOT_MAP(write_schema), ROOT_MAP(byte_count_schema)},
     [PROTO_M_BUFFER_READ] = {ROOT_MAP(read_schema), {.kind = SK_BIN}},
     [PROTO_M_BUFFER_FREE] = {ROOT_MAP(free_schema), ROOT_MAP(byte_count_schema)},
-    [PROTO_M_BUFFER_LIST] = {ROOT_MAP(no_params_schema),
+    [PROTO_M_BUFFER_LIST] = {ROOT_MAP(list_schema),
                              ROW_LIST(NULL, pto_buffer_list_t, buffers, count, buffer_info_elem)},
     [PROTO_M_PREWARM] = {ROOT_MAP(prewarm_schema), ROOT_MAP(arena_schema)},
     [PROTO_M_ADVISE] = {ROOT_MAP(no_params_schema), ROOT_MAP(advise_schema)},
@@ -469,6 +479,14 @@ static const method_def_t methods[PROTO_M_COUNT] = {
     [PROTO_M_SHM_LIST] = {ROOT_MAP(no_params_schema),
                           ROW_LIST(NULL, pto_buffer_list_t, buffers, count, buffer_info_elem)},
 };
+
+const schema_spec_t *proto_params_row(proto_method_t m) {
+  return (unsigned)m < PROTO_M_COUNT ? &methods[m].params : NULL;
+}
+
+const schema_spec_t *proto_result_row(proto_method_t m) {
+  return (unsigned)m < PROTO_M_COUNT ? &methods[m].result : NULL;
+}
 
 static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool strict,
                      msgpack_zone *zone, pto_error_t *err) {
@@ -529,40 +547,5 @@ int proto_result_decode(proto_method_t method, const msgpack_object *result, msg
   if (root->kind == SK_MAP) schema_init(root->sub, ret);
   ctx_init(&ctx, method, "result", false, zone, ret_err);
   return schema_decode(&ctx, root, result, ret);
-}
-
-/* Room for the bins plus the envelope and the small keys around them, so
- * the big payloads are copied once, straight into place. */
-static int reserve(msgpack_sbuffer *sb, const schema_spec_t *root, const void *value) {
-  return value ? proto_sbuffer_reserve(sb, schema_payload(root, value) + 4096) : 0;
-}
-
-int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
-                         const proto_params_t *params) {
-  msgpack_packer pk;
-  int rc;
-  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
-  rc = reserve(sb, &methods[method].params, params);
-  if (rc < 0) return rc;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  rc = proto_pack_request_begin(&pk, msgid, method_names[method]);
-  return rc < 0 ? rc : proto_params_pack(&pk, method, params);
-}
-
-int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
-                          const proto_result_t *result) {
-  msgpack_packer pk;
-  int rc;
-  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
-  if (method == PROTO_M_DISPATCH && result) { /* every dispatch: the cheap way, same bytes */
-    rc = proto_sbuffer_reserve(sb, proto_dispatch_result_payload(&result->dispatch) + 4096);
-    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    return rc < 0 ? rc : proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
-  }
-  rc = reserve(sb, &methods[method].result, result);
-  if (rc < 0) return rc;
-  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  rc = proto_pack_response_begin(&pk, msgid);
-  return rc < 0 ? rc : proto_result_pack(&pk, method, result);
 }
 

@@ -24,7 +24,7 @@
  *   buffer.write  buffer_write             buffer_write  pto_byte_count_t
  *   buffer.read   buffer_read              buffer_read   pto_bytes_t
  *   buffer.free   buffer_free              buffer_free   pto_byte_count_t
- *   buffer.list   —                        buffer_list   pto_buffer_list_t
+ *   buffer.list   buffer_list (request_id) buffer_list   pto_buffer_list_t
  *   prewarm       prewarm                  prewarm   pto_arena_info_t
  *   advise        —                        advise    pto_advise_t
  *   shm.register  shm_register             shm_register    pto_buffer_info_t
@@ -155,12 +155,14 @@ typedef struct proto_dispatch_params {
   uint32_t nargs;
   proto_config_t config;
   int64_t deadline_ms; /* PROTO_UNSET, or >= 0 */
+  const char *request_id; /* optional (NULL): the caller's id, echoed (1.2) */
 } proto_dispatch_params_t;
 
 typedef struct proto_buffer_alloc_params {
   const char *name;
   uint64_t bytes;     /* 1..2^40 */
   proto_bytes_t init; /* optional (ptr NULL); exactly `bytes` long */
+  const char *request_id;
 } proto_buffer_alloc_params_t;
 
 /* Exactly one of `data` and `shm`: with `shm`, `bytes` bytes come from the
@@ -172,6 +174,7 @@ typedef struct proto_buffer_write_params {
   const char *shm;     /* optional: a region name */
   uint64_t shm_offset; /* optional, default 0 */
   uint64_t bytes;      /* with shm: 1..2^40 */
+  const char *request_id;
 } proto_buffer_write_params_t;
 
 /* With `shm`: the bytes go into the connection's region at shm_offset
@@ -182,6 +185,7 @@ typedef struct proto_buffer_read_params {
   uint64_t bytes;  /* optional: 0 = to the end of the buffer */
   const char *shm;     /* optional: a region name */
   uint64_t shm_offset; /* optional, default 0 */
+  const char *request_id;
 } proto_buffer_read_params_t;
 
 typedef struct proto_shm_register_params {
@@ -195,10 +199,18 @@ typedef struct proto_shm_unregister_params {
 
 typedef struct proto_buffer_free_params {
   const char *name;
+  const char *request_id;
 } proto_buffer_free_params_t;
+
+/* buffer.list takes only protocol 1.2's request_id (its result, a list,
+ * has no room to echo it). */
+typedef struct proto_buffer_list_params {
+  const char *request_id;
+} proto_buffer_list_params_t;
 
 typedef struct proto_prewarm_params {
   proto_config_t config; /* optional: empty = the daemon's resolved baseline */
+  const char *request_id;
 } proto_prewarm_params_t;
 
 typedef union proto_params {
@@ -207,6 +219,7 @@ typedef union proto_params {
   proto_buffer_write_params_t buffer_write;
   proto_buffer_read_params_t buffer_read;
   proto_buffer_free_params_t buffer_free;
+  proto_buffer_list_params_t buffer_list;
   proto_prewarm_params_t prewarm;
   proto_shm_register_params_t shm_register;
   proto_shm_unregister_params_t shm_unregister;
@@ -249,6 +262,18 @@ typedef union proto_result {
   proto_buffer_list_t shm_list;
 } proto_result_t;
 
+/* request_id (protocol 1.2): device requests (dispatch, buffer.*,
+ * prewarm) may carry the caller's
+ * own id for the work, 1..PROTO_REQUEST_ID_MAX bytes of printable ASCII
+ * (0x20..0x7e); anything else is INVALID_REQUEST naming the key.  The
+ * daemon never interprets it; it echoes it in the result map, the error
+ * map, its log lines and DFX artefacts. */
+#define PROTO_REQUEST_ID_MAX 64
+bool proto_request_id_valid(const char *id, size_t len);
+/* The request_id a decoded params union carries (NULL: none, or a method
+ * that takes none).  params as proto_params_decode filled it. */
+const char *proto_params_request_id(proto_method_t method, const proto_params_t *params);
+
 /* Decode the params of `method`: params is the map of a `[map]` params
  * array, or NULL for `[]` (proto_envelope_t.params).  zone is the one the
  * message was unpacked into (unpacked.zone, never NULL after proto_decode):
@@ -262,6 +287,16 @@ int proto_params_decode(proto_method_t method, const msgpack_object *params, msg
  * else `[{...}]` with the keys that are set.  params may be NULL for
  * methods without params. */
 int proto_params_pack(msgpack_packer *pk, proto_method_t method, const proto_params_t *params);
+
+/* The same with protocol 1.2's "priority" key after the others when
+ * priority != 0 (0, the default, is not sent).  The codec does not range
+ * check it (the caller does); the daemon's side of priority is the
+ * scheduler's (dispatch.h), and a daemon without it refuses the key. */
+int proto_params_pack_priority(msgpack_packer *pk, proto_method_t method,
+                               const proto_params_t *params, int priority);
+/* Set the request_id of params (its SK_RID row): -1 when `method` takes
+ * none (not a device method), else 0. */
+int proto_params_set_request_id(proto_method_t method, proto_params_t *params, const char *id);
 
 /* Pack the result object of `method`. */
 int proto_result_pack(msgpack_packer *pk, proto_method_t method, const proto_result_t *result);
@@ -278,12 +313,20 @@ int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t met
                          const proto_params_t *params);
 int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
                           const proto_result_t *result);
+/* The same, echoing request_id (NULL: none, the same bytes as above) as the
+ * result map's "request_id" key.  A dispatch's comes from
+ * result->dispatch.request_id instead (its struct has the member); a
+ * result that is not a map (buffer.read's bytes) cannot carry it. */
+int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                             const proto_result_t *result, const char *request_id);
 
-/* A failed dispatch's response whose error map carries the "dfx" key too
- * (what the run recorded until it failed).  The error map's other keys are
- * those of proto_pack_error_map. */
+/* A failed device request's response whose error map carries, besides
+ * the keys of proto_pack_error_map, the "dfx" key (what a dispatch's run
+ * recorded until it failed; dfx NULL or empty: none) and the request's
+ * "request_id" (NULL: none).  With neither, the bytes of
+ * proto_pack_response_error. */
 int proto_encode_error_response_dfx(msgpack_sbuffer *sb, uint32_t msgid, const pto_error_t *err,
-                                    const proto_dfx_t *dfx);
+                                    const proto_dfx_t *dfx, const char *request_id);
 /* Decode the "dfx" map of an error map (NULL when it has none: *ret is
  * then all absent).  Bins point into the message. */
 int proto_dfx_decode_error(const msgpack_object *error_map, msgpack_zone *zone, proto_dfx_t *ret,

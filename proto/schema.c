@@ -199,6 +199,8 @@ static int decode_str(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_o
                             "a name of 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-', "
                             "not starting with '.'",
                             o);
+  if (s->kind == SK_RID && !proto_request_id_valid(o->via.str.ptr, o->via.str.size))
+    return schema_bad_value(ctx, s->key, "a string of 1 to 64 printable ASCII characters", o);
   /* A C string ends at its first NUL: without the length kept beside it,
    * "in\0..." would read as "in".  Refuse rather than cut. */
   if (!(s->flags & F_LEN) && o->via.str.size && memchr(o->via.str.ptr, '\0', o->via.str.size))
@@ -329,7 +331,8 @@ int schema_decode(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_objec
         store_uint(field, s->size, o->via.boolean);
       return 0;
     case SK_STR:
-    case SK_NAME: return decode_str(ctx, s, o, field, base);
+    case SK_NAME:
+    case SK_RID: return decode_str(ctx, s, o, field, base);
     case SK_BIN:
     case SK_OPTBIN: {
       proto_bytes_t b = {NULL, 0};
@@ -445,7 +448,8 @@ bool schema_absent(const schema_spec_t *s, const void *base) {
     case SK_INT: return load_int(field, s->size) == s->absent;
     case SK_TRI: return load_int(field, sizeof(int)) < 0;
     case SK_STR:
-    case SK_NAME: return load_ptr(field) == NULL;
+    case SK_NAME:
+    case SK_RID: return load_ptr(field) == NULL;
     case SK_BIN:
     case SK_OPTBIN: return load_ptr(field) == NULL; /* proto_bytes_t.ptr comes first */
     case SK_RING:
@@ -510,7 +514,8 @@ int schema_pack(msgpack_packer *pk, const schema_spec_t *s, const void *base) {
       return v < 0 ? msgpack_pack_nil(pk) : v ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
     }
     case SK_STR:
-    case SK_NAME: {
+    case SK_NAME:
+    case SK_RID: {
       const char *str = load_ptr(field);
       size_t n = str ? strlen(str) : 0;
       size_t stored = 0;
@@ -544,7 +549,11 @@ int schema_pack(msgpack_packer *pk, const schema_spec_t *s, const void *base) {
 }
 
 int schema_pack_map(msgpack_packer *pk, const schema_t *sc, const void *base) {
-  size_t n = sc->extra_count ? sc->extra_count(base) : 0;
+  return schema_pack_map_n(pk, sc, base, 0);
+}
+
+int schema_pack_map_n(msgpack_packer *pk, const schema_t *sc, const void *base, uint32_t nmore) {
+  size_t n = nmore + (sc->extra_count ? sc->extra_count(base) : 0);
   int rc;
   for (size_t i = 0; i < sc->nfields; i++)
     n += !((sc->fields[i].flags & F_OPT) && schema_absent(&sc->fields[i], base));

@@ -27,6 +27,7 @@ typedef enum schema_kind {
   SK_TRI,     /* int: PROTO_UNSET (nil on the wire), 0 or 1 */
   SK_STR,     /* const char *; with F_LEN, a size_t length at off2 */
   SK_NAME,    /* const char *, a buffer/program name (proto_name_valid) */
+  SK_RID,     /* const char *, a request_id (proto_request_id_valid) */
   SK_BIN,     /* proto_bytes_t */
   SK_OPTBIN,  /* proto_bytes_t, nil when ptr is NULL */
   SK_KEY,     /* uint64_t, a 16-digit hex string */
@@ -105,6 +106,9 @@ int schema_decode_map(schema_ctx_t *ctx, const schema_t *sc, const msgpack_objec
 void schema_init(const schema_t *sc, void *base);
 int schema_pack(msgpack_packer *pk, const schema_spec_t *spec, const void *base);
 int schema_pack_map(msgpack_packer *pk, const schema_t *sc, const void *base);
+/* The same with room for nmore pairs in the map header, which the caller
+ * packs right after. */
+int schema_pack_map_n(msgpack_packer *pk, const schema_t *sc, const void *base, uint32_t nmore);
 /* Whether a row's value is its absent value (so an optional key is omitted). */
 bool schema_absent(const schema_spec_t *spec, const void *base);
 /* Bytes of bin payload under the row, to reserve before packing. */

@@ -49,6 +49,11 @@
 
 #define BYTES_MAX PROTO_BYTES_MAX
 
+/* The method table's rows (methods.c): a method's params map and its
+ * result; NULL out of range. */
+const schema_spec_t *proto_params_row(proto_method_t m);
+const schema_spec_t *proto_result_row(proto_method_t m);
+
 /* One dispatch argument, in all its forms (args.c). */
 extern const schema_spec_t proto_arg_elem;
 

@@ -433,6 +433,51 @@ int pto_client_wait(pto_client_t *client, uint32_t msgid, int timeout_ms, void *
 int pto_client_wait_any(pto_client_t *client, int timeout_ms, uint32_t *ret_msgid,
                         void **ret_result, pto_error_t *ret_err);
 
+/* --- protocol 1.2: priority, request ids, cancel ------------------------------- */
+
+/* What device requests (dispatch, buffer.alloc/write/read/free/list,
+ * prewarm) may carry besides their parameters.  Start from PTO_CALL_OPTS_INIT: size
+ * says how much of the struct the caller was compiled with, so members
+ * added later read as their defaults from an older caller.
+ *   priority    [PTO_PRIORITY_MIN, PTO_PRIORITY_MAX]: lower runs sooner; 0
+ *               (the default) is not sent.  A daemon that does not speak it
+ *               (no "priority" in ping's features) refuses a non-zero one.
+ *   request_id  NULL, or 1 to 64 bytes of printable ASCII: the caller's own
+ *               id for the work, echoed in the result (pto_dispatch_result_t
+ *               .request_id; the other results in pto_result_msgpack()),
+ *               the error, the daemon's log lines and its DFX artefacts. */
+#define PTO_PRIORITY_MIN (-8)
+#define PTO_PRIORITY_MAX 7
+typedef struct pto_call_opts {
+  size_t size;
+  int priority;
+  const char *request_id;
+} pto_call_opts_t;
+#define PTO_CALL_OPTS_INIT {sizeof(pto_call_opts_t), 0, NULL}
+
+/* pto_client_send with opts (NULL: none).  A priority out of range, a bad
+ * request_id, or either on a method that is not a device request is
+ * PTO_E_INVALID_ARGUMENT before anything is sent. */
+int pto_client_send_opts(pto_client_t *client, const pto_request_t *req,
+                         const pto_call_opts_t *opts, int timeout_ms, uint32_t *ret_msgid,
+                         pto_error_t *ret_err);
+
+/* Any request, blocking, with opts: pto_client_send_opts then
+ * pto_client_wait (*ret_result as pto_client_wait gives it), within
+ * timeout_ms for both. */
+int pto_client_call(pto_client_t *client, const pto_request_t *req, const pto_call_opts_t *opts,
+                    int timeout_ms, void **ret_result, pto_error_t *ret_err);
+
+/* Ask the daemon to drop the pipelined request msgid (sent with
+ * pto_client_send or _send_opts and not yet collected): sends protocol
+ * 1.2's `cancel` notification.  The request still gets exactly one answer,
+ * collected with pto_client_wait as usual: CANCELLED (code 1012) when it
+ * was still queued, else its own result or error (a running request is
+ * never stopped).  An answer already received makes this a no-op.  A msgid
+ * not pending here is PTO_E_INVALID_ARGUMENT; a daemon without "cancel" in
+ * ping's features ignores the notification. */
+int pto_client_cancel(pto_client_t *client, uint32_t msgid, pto_error_t *ret_err);
+
 /* Requests sent and not yet collected. */
 size_t pto_client_pending(const pto_client_t *client);
 

@@ -177,6 +177,9 @@ typedef struct pto_dispatch_result {
   } timing_us;
   uint64_t tasks;
   pto_dfx_t dfx; /* all NULL when no DFX flag was set */
+  /* The request_id the dispatch was sent with (protocol 1.2), echoed; NULL
+   * when it had none.  Last, so the struct only grew. */
+  const char *request_id;
 } pto_dispatch_result_t;
 
 typedef struct pto_buffer_info {

@@ -338,6 +338,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rt_trace_t *tr = &rec.tr;
   dfx_artefacts_t a;
   char program[PROTO_NAME_MAX + 1];
+  dfx_subject_t who = {0};
   size_t nlen, budget;
   const uint8_t *name;
   uint32_t device;
@@ -373,7 +374,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   budget = fuzz_u8(&in) & 1 ? SIZE_MAX : fuzz_u32(&in);
   read_steps(&in, tr);
 
-  FUZZ_CHECK(dfx_render(tr, &c, program, device, budget, &a) == 0, "dfx_render failed");
+  who.program = program;
+  who.device = device;
+  FUZZ_CHECK(dfx_render(tr, &c, &who, budget, &a) == 0, "dfx_render failed");
   if (!tr->t0_ns) {
     FUZZ_CHECK(!a.text[0] && !a.text[1] && !a.text[2] && !a.refused[0],
                "a record of no run rendered something");

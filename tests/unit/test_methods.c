@@ -172,8 +172,8 @@ END_TEST
 /* ---- params round trips ---------------------------------------------------- */
 
 START_TEST(no_params_methods) {
-  static const proto_method_t none[] = {PROTO_M_PING,     PROTO_M_STATUS,      PROTO_M_METRICS,
-                                        PROTO_M_PROGRAMS, PROTO_M_BUFFER_LIST, PROTO_M_ADVISE};
+  static const proto_method_t none[] = {PROTO_M_PING, PROTO_M_STATUS, PROTO_M_METRICS,
+                                        PROTO_M_PROGRAMS, PROTO_M_ADVISE};
   for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
     proto_params_t p;
     wire_t w;
@@ -392,12 +392,26 @@ static const struct reject {
      "missing required key 'args' in dispatch params."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"ring_heap\": 1024}]",
      PTO_E_INVALID_REQUEST, "ring_heap",
-     "unknown key 'ring_heap' in dispatch params; known keys: program, args, config, deadline_ms."},
+     "unknown key 'ring_heap' in dispatch params; known keys: program, args, config, deadline_ms, request_id."},
     /* a long unknown key is shown cut, with "..." */
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\": 1}]",
      PTO_E_INVALID_REQUEST, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
      "unknown key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...' in dispatch params; known keys: program, args, config, "
-     "deadline_ms."},
+     "deadline_ms, request_id."},
+    /* request_id (1.2): 1 to 64 bytes of printable ASCII, on every device method */
+    {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"request_id\": \"\"}]",
+     PTO_E_INVALID_REQUEST, "request_id",
+     "key 'request_id' in dispatch params must be a string of 1 to 64 printable ASCII "
+     "characters, got \"\"."},
+    {PROTO_M_BUFFER_FREE,
+     "[{\"name\": \"kv\", \"request_id\": "
+     "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}]",
+     PTO_E_INVALID_REQUEST, "request_id", NULL},
+    {PROTO_M_PREWARM, "[{\"request_id\": 7}]", PTO_E_INVALID_REQUEST, "request_id",
+     "key 'request_id' in prewarm params must be a string, got 7."},
+    {PROTO_M_BUFFER_ALLOC, "[{\"name\": \"kv\", \"bytes\": 1, \"request_id\": true}]",
+     PTO_E_INVALID_REQUEST, "request_id",
+     "key 'request_id' in buffer.alloc params must be a string, got true."},
     {PROTO_M_DISPATCH, "[{\"program\": 5, \"args\": []}]", PTO_E_INVALID_REQUEST, "program",
      "key 'program' in dispatch params must be a string, got 5."},
     {PROTO_M_DISPATCH, "[{\"program\": \"../evil\", \"args\": []}]", PTO_E_INVALID_REQUEST,
@@ -576,7 +590,7 @@ static const struct reject {
      PTO_E_INVALID_REQUEST, "init",
      "key 'init' in buffer.alloc params must be a bin, got \"abcd\"."},
     {PROTO_M_BUFFER_ALLOC, "[{\"name\": \"kv\", \"size\": 4}]", PTO_E_INVALID_REQUEST, "size",
-     "unknown key 'size' in buffer.alloc params; known keys: name, bytes, init."},
+     "unknown key 'size' in buffer.alloc params; known keys: name, bytes, init, request_id."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\"}]", PTO_E_INVALID_REQUEST, "data",
      "missing required key 'data' in buffer.write params (or 'shm' and 'bytes' to write from a shared-memory region)."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\", \"offset\": -1, \"data\": b\"\"}]",
@@ -586,7 +600,7 @@ static const struct reject {
      "key 'data' in buffer.write params must be a bin, got an array of 2."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\", \"data\": b\"\", \"sync\": true}]",
      PTO_E_INVALID_REQUEST, "sync",
-     "unknown key 'sync' in buffer.write params; known keys: name, offset, data, shm, shm_offset, bytes."},
+     "unknown key 'sync' in buffer.write params; known keys: name, offset, data, shm, shm_offset, bytes, request_id."},
     {PROTO_M_BUFFER_READ, "[{\"name\": \"kv\", \"bytes\": -1}]", PTO_E_INVALID_REQUEST, "bytes",
      "key 'bytes' in buffer.read params must be an integer in [1, 1099511627776] (0 or nil to "
      "leave it unset), got -1."},
@@ -594,16 +608,16 @@ static const struct reject {
      "offset",
      "key 'offset' in buffer.read params must be an integer in [0, 1099511627776], got \"x\"."},
     {PROTO_M_BUFFER_READ, "[{\"name\": \"kv\", \"length\": 4}]", PTO_E_INVALID_REQUEST, "length",
-     "unknown key 'length' in buffer.read params; known keys: name, offset, bytes, shm, shm_offset."},
+     "unknown key 'length' in buffer.read params; known keys: name, offset, bytes, shm, shm_offset, request_id."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": 5}]", PTO_E_INVALID_REQUEST, "name",
      "key 'name' in buffer.free params must be a string, got 5."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": \"kv\", \"bytes\": 4}]", PTO_E_INVALID_REQUEST, "bytes",
-     "unknown key 'bytes' in buffer.free params; known keys: name."},
+     "unknown key 'bytes' in buffer.free params; known keys: name, request_id."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": nil}]", PTO_E_INVALID_REQUEST, "name",
      "key 'name' in buffer.free params must be a string, got nil."},
     /* prewarm */
     {PROTO_M_PREWARM, "[{\"sizing\": {}}]", PTO_E_INVALID_REQUEST, "sizing",
-     "unknown key 'sizing' in prewarm params; known keys: config."},
+     "unknown key 'sizing' in prewarm params; known keys: config, request_id."},
     {PROTO_M_PREWARM, "[{\"config\": {\"ring_task_window\": 3}}]", PTO_E_INVALID_CONFIG,
      "ring_task_window", "ring_task_window must be a power of 2 >= 4, got 3"},
     {PROTO_M_PREWARM, "[{\"config\": {\"heap\": 1024}}]", PTO_E_INVALID_REQUEST, "heap",
@@ -620,7 +634,7 @@ START_TEST(params_rejected) {
   ck_assert_msg(rc == -r->code, "%s %s: rc %d (%s)", proto_method_name(r->method), r->params, rc,
                 err.message);
   ck_assert_int_eq(err.code, r->code);
-  ck_assert_str_eq(err.message, r->message);
+  if (r->message) ck_assert_str_eq(err.message, r->message);
   ck_assert_str_eq(err.key, r->key);
   wire_free(&w);
 }
@@ -871,6 +885,68 @@ START_TEST(buffer_results) {
 }
 END_TEST
 
+/* request_id (1.2): valid values, which params carry it, and its echo in a
+ * map result, a dispatch result and an error map. */
+START_TEST(request_id_echo) {
+  static const char id65[] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+  proto_params_t p;
+  proto_result_t r, back;
+  pto_error_t err;
+  wire_t w;
+  ck_assert(proto_request_id_valid("a b~/?", 6));
+  ck_assert(proto_request_id_valid(id65, 64));
+  ck_assert(!proto_request_id_valid(id65, 65));
+  ck_assert(!proto_request_id_valid("", 0));
+  ck_assert(!proto_request_id_valid("a\tb", 3));
+  ck_assert(!proto_request_id_valid("caf\xc3\xa9", 5));
+  ck_assert(!proto_request_id_valid("\x7f", 1));
+  ck_assert_int_eq(decode_params(PROTO_M_BUFFER_READ,
+                                 "[{\"name\": \"kv\", \"request_id\": \"r-1\"}]", &p, &err, &w),
+                   0);
+  ck_assert_str_eq(proto_params_request_id(PROTO_M_BUFFER_READ, &p), "r-1");
+  ck_assert_ptr_null(proto_params_request_id(PROTO_M_SHM_UNREGISTER, &p));
+  wire_free(&w);
+  /* buffer.list: the id is its only key. */
+  ck_assert_int_eq(decode_params(PROTO_M_BUFFER_LIST, "[{\"request_id\": \"l\"}]", &p, &err, &w),
+                   0);
+  ck_assert_str_eq(proto_params_request_id(PROTO_M_BUFFER_LIST, &p), "l");
+  wire_free(&w);
+  ck_assert_int_eq(decode_params(PROTO_M_BUFFER_LIST, "[{\"x\": 1}]", &p, &err, &w),
+                   -PTO_E_INVALID_REQUEST);
+  ck_assert_str_eq(err.message, "unknown key 'x' in buffer.list params; known keys: request_id.");
+  wire_free(&w);
+  ck_assert_int_eq(decode_params(PROTO_M_PREWARM, "[]", &p, &err, &w), 0);
+  ck_assert_ptr_null(proto_params_request_id(PROTO_M_PREWARM, &p));
+  wire_free(&w);
+
+  memset(&r, 0, sizeof(r));
+  r.buffer_alloc = (proto_buffer_info_t){"kv", 8};
+  msgpack_sbuffer_init(&w.sb);
+  ck_assert_int_eq(proto_encode_response_id(&w.sb, 3, PROTO_M_BUFFER_ALLOC, &r, "r-2"), 0);
+  wire_unpack(&w);
+  ck_assert_str_eq(payload_text(&w), "{\"name\": \"kv\", \"bytes\": 8, \"request_id\": \"r-2\"}");
+  wire_free(&w);
+
+  memset(&r, 0, sizeof(r));
+  r.dispatch.request_id = "r-3";
+  msgpack_sbuffer_init(&w.sb);
+  ck_assert_int_eq(proto_encode_response(&w.sb, 4, PROTO_M_DISPATCH, &r), 0);
+  wire_unpack(&w);
+  ck_assert_int_eq(decode(&w, PROTO_M_DISPATCH, false, &back, &err), 0);
+  ck_assert_str_eq(back.dispatch.request_id, "r-3");
+  wire_free(&w);
+
+  pto_error_set(&err, PTO_E_NOT_FOUND, "gone");
+  msgpack_sbuffer_init(&w.sb);
+  ck_assert_int_eq(proto_encode_error_response_dfx(&w.sb, 5, &err, NULL, "r-4"), 0);
+  wire_unpack(&w);
+  ck_assert_str_eq(mb_print(&w.up.data.via.array.ptr[2], text_buf, sizeof(text_buf)),
+                   "{\"code\": 1008, \"name\": \"NOT_FOUND\", \"message\": \"gone\", "
+                   "\"request_id\": \"r-4\"}");
+  wire_free(&w);
+}
+END_TEST
+
 START_TEST(advise_result) {
   proto_result_t r, back;
   memset(&r, 0, sizeof(r));
@@ -1010,6 +1086,7 @@ static Suite *methods_suite(void) {
   tcase_add_test(tc, dispatch_result_large_output_one_copy);
   tcase_add_test(tc, buffer_results);
   tcase_add_test(tc, advise_result);
+  tcase_add_test(tc, request_id_echo);
   tcase_add_loop_test(tc, results_rejected, 0, (int)(sizeof(bad_results) / sizeof(bad_results[0])));
   tcase_add_test(tc, unknown_method_number);
   suite_add_tcase(s, tc);
