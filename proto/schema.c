@@ -179,7 +179,7 @@ static int decode_int(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_o
   bool ok = (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) ||
             o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
   if (ok) v = o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? o->via.i64 : (int64_t)o->via.u64;
-  if (ok && v >= s->min && (uint64_t)v <= s->max) {
+  if (ok && v >= s->min && (v < 0 || (uint64_t)v <= s->max)) {
     store_int(field, s->size, v);
     return 0;
   }
