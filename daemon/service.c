@@ -31,6 +31,8 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->queue.depth = m.queue_depth;
   s->queue.capacity = m.queue_capacity;
   s->queue.running = m.queue_running;
+  for (int p = 0; p < 16; p++) s->queue.by_priority[p] = m.queue_by_priority[p];
+  s->queue.cancelled = m.totals.cancelled;
   prewarm_arena_snapshot(&d->device.prewarm, d->device.rt, &s->arena);
   s->memory.limit = m.memory_limit;
   s->memory.arena = m.memory_arena;
