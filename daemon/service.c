@@ -15,8 +15,9 @@
 /* ---- methods served on the loop ----------------------------------------- */
 
 /* What ping says the daemon speaks beyond protocol version 1 (docs/protocol.md,
- * ping): DFX artefacts in dispatch results, shared-memory arguments. */
-static const char *const ptod_features[] = {"dfx", "shm"};
+ * ping): DFX artefacts in dispatch results, the cancel notification and
+ * priorities (1.2), shared-memory arguments. */
+static const char *const ptod_features[] = {"dfx", "cancel", "priority", "shm"};
 
 /* status: ptod_snapshot's facts (those the exposition shows too), in the
  * result's shape, and the prewarmed arena. */

@@ -301,8 +301,9 @@ static const schema_spec_t queue_rows[] = {
     ROW_COUNT("depth", T, queue.depth),
     ROW_COUNT("capacity", T, queue.capacity),
     ROW_COUNT("running", T, queue.running),
-    ROW_MAP_HERE("by_priority", by_priority_schema),
-    ROW_COUNT("cancelled", T, queue.cancelled),
+    /* Protocol 1.2: absent from an older daemon's answer. */
+    {.key = "by_priority", .kind = SK_MAP, .flags = F_NEW, .sub = &by_priority_schema},
+    ROW_U("cancelled", T, queue.cancelled, 0, INT64_MAX, F_NEW),
 };
 static const schema_t queue_schema = SCHEMA(queue_rows);
 static const schema_spec_t memory_rows[] = {

@@ -416,7 +416,7 @@ int schema_decode_map(schema_ctx_t *ctx, const schema_t *sc, const msgpack_objec
   }
   for (size_t row = 0; row < sc->nfields; row++) {
     const schema_spec_t *s = &sc->fields[row];
-    if ((seen >> row & 1u) || (s->flags & F_OPT)) continue;
+    if ((seen >> row & 1u) || (s->flags & (F_OPT | F_NEW))) continue;
     char name[128];
     full_key(ctx, s->key, name, sizeof(name));
     return fail(ctx, PTO_E_INVALID_REQUEST, s->key, "missing required key '%s' in %s.", name,

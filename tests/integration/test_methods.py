@@ -44,7 +44,7 @@ class Methods(harness.DaemonTest):
     def test_ping(self):
         r = self.c.call("ping")
         self.assertEqual(r, {"version": r["version"], "device": 0, "state": "ready",
-                             "features": ["dfx", "shm"]})
+                             "features": ["dfx", "cancel", "priority", "shm"]})
         self.assertRegex(r["version"], r"^\d+\.\d+\.\d+")
 
     def test_status_shape(self):
