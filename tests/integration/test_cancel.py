@@ -9,7 +9,6 @@ the device (harness.holds), never behind a guess at how long things take.
 
 import os
 import sys
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

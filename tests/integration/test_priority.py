@@ -11,7 +11,6 @@ with everything lined up behind a hold of the device (harness.holds).
 import os
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
