@@ -97,6 +97,10 @@ static const cfg_key_t key_table[] = {
         "Microseconds the device thread and the loop stay awake for each other after a "
         "dispatch; 0 leaves the CPU to the serving process at once (each dispatch then pays "
         "a wake-up)."),
+    KEY("daemon", "priority_aging", CFG_T_DURATION, daemon.priority_aging_ms, 0, DAY,
+        CFG_APPLY_QUEUE, "0",
+        "A device request that has waited this long runs as if it had priority -8, so a low "
+        "priority is never starved for ever; 0: off (priorities are strict)."),
     KEY("daemon", "drain_timeout", CFG_T_DURATION, daemon.drain_timeout_ms, 0, DAY,
         CFG_APPLY_WHERE_USED, "30s",
         "On SIGTERM, how long the running dispatch may take to finish; keep it below systemd's "

@@ -89,6 +89,7 @@ typedef struct cfg_daemon {
   uint64_t shm_limit_total;       /* bytes of shm regions of all connections together */
   uint64_t idle_timeout_ms;       /* 0: connections may idle forever */
   uint32_t spin_us;               /* hand-off spin window (dsp_set_spin_us) */
+  uint64_t priority_aging_ms;     /* waited this long: runs as priority -8; 0: never */
   uint64_t drain_timeout_ms;      /* SIGTERM: how long the running dispatch may take */
   uint64_t client_timeout_ms;     /* from a message's first byte to its last */
   uint64_t output_limit;          /* bytes of unsent responses per client */

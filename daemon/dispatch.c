@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "dispatch.h"
+#include "dispatch_queue.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -30,36 +31,10 @@
  * wake-up), and polling is what removes it. */
 #define DSP_POLL_GAP_FACTOR 4u
 
-/* A connection's turn on the device: one job, and more of its queued jobs
- * while they start within this time of the turn's first (job_queue_t). */
-#define DSP_TURN_NS 50000u
-
 typedef struct job_list {
   dsp_job_t *head, *tail;
   uint32_t count;
 } job_list_t;
-
-/* One client's jobs, in its order; in the ready ring while it has some. */
-struct dsp_flow {
-  job_list_t jobs;
-  dsp_flow_t *rr_next;
-  bool in_ring;
-  bool released; /* its owner let go: freed once its last job is taken */
-};
-
-/* The admitted jobs: a ring of flows, each taken from in turn.  A turn is
- * one job, or as many of the flow's jobs as start within DSP_TURN_NS of
- * the turn's first: a job that takes longer is a turn alone (one from each
- * in turn, as the contract says), while short jobs run in runs so their
- * answers share one write and one client wake-up.  One job per turn cost
- * ~10 % of 16 pipelining clients' no-op throughput (BENCHMARKS.md). */
-typedef struct job_queue {
-  dsp_flow_t *head, *tail;
-  uint32_t count; /* jobs in all flows */
-  dsp_flow_t *turn; /* the flow whose turn it is (the head), or NULL */
-  uint64_t turn_start_ns;
-  dsp_flow_t internal; /* jobs submitted without a flow */
-} job_queue_t;
 
 struct dsp {
   uv_loop_t *loop;
@@ -69,7 +44,7 @@ struct dsp {
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t wake;
-  job_queue_t queued; /* admitted, not started */
+  dspq_t queued;      /* admitted, not started (dispatch_queue.h) */
   job_list_t done;    /* finished, completion not yet run on the loop */
   uint32_t capacity;
   bool running;
@@ -114,69 +89,6 @@ static dsp_job_t *list_take_all(job_list_t *list) {
   list->head = list->tail = NULL;
   list->count = 0;
   return head;
-}
-
-static dsp_job_t *list_pop(job_list_t *list) {
-  dsp_job_t *job = list->head;
-  if (!job) return NULL;
-  list->head = job->next;
-  if (!list->head) list->tail = NULL;
-  list->count--;
-  return job;
-}
-
-static void ring_append(job_queue_t *q, dsp_flow_t *f) {
-  f->in_ring = true;
-  f->rr_next = NULL;
-  if (q->tail)
-    q->tail->rr_next = f;
-  else
-    q->head = f;
-  q->tail = f;
-}
-
-/* Admit a job to its flow's end; the flow joins the ring if it was not in
- * it (under the lock). */
-static void queue_push(job_queue_t *q, dsp_job_t *job) {
-  dsp_flow_t *f = job->flow ? job->flow : &q->internal;
-  list_push(&f->jobs, job);
-  q->count++;
-  if (!f->in_ring) ring_append(q, f);
-}
-
-/* Take the ring's head out of it (under the lock). */
-static dsp_flow_t *ring_shift(job_queue_t *q) {
-  dsp_flow_t *f = q->head;
-  q->head = f->rr_next;
-  if (!q->head) q->tail = NULL;
-  f->rr_next = NULL;
-  f->in_ring = false;
-  if (q->turn == f) q->turn = NULL;
-  return f;
-}
-
-/* The next job in turn at time `now`: the first of the flow at the ring's
- * head; a flow whose turn is over goes to the back first (under the lock).
- * NULL when none is queued. */
-static dsp_job_t *queue_pop(job_queue_t *q, uint64_t now) {
-  dsp_flow_t *f = q->head;
-  dsp_job_t *job;
-  if (!f) return NULL;
-  if (f == q->turn && now - q->turn_start_ns >= DSP_TURN_NS && f->rr_next) {
-    ring_append(q, ring_shift(q));
-    f = q->head;
-  }
-  if (f != q->turn) {
-    q->turn = f;
-    q->turn_start_ns = now;
-  }
-  job = list_pop(&f->jobs);
-  q->count--;
-  if (f->jobs.count == 0) {
-    ring_shift(q);
-    if (f->released) free(f);
-  }
-  return job;
 }
 
 static void cpu_relax(void) {
@@ -266,7 +178,7 @@ static void *device_thread(void *arg) {
       dsp->device_sleeping = false;
     }
     now = dsp_now_ns();
-    job = queue_pop(&dsp->queued, now);
+    job = dspq_pop(&dsp->queued, now);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     if (!job) break; /* stopping, and nothing left */
     dsp->running = true;
@@ -362,6 +274,10 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   dsp_t *dsp = calloc(1, sizeof(*dsp));
   int rc;
   if (!dsp) return -PTO_E_INTERNAL;
+  if (dspq_init(&dsp->queued) < 0) {
+    free(dsp);
+    return -PTO_E_INTERNAL;
+  }
   dsp->loop = loop;
   dsp->capacity = capacity;
   atomic_init(&dsp->spin_ns, DSP_DEFAULT_SPIN_NS);
@@ -383,6 +299,7 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   dsp->open_handles = 2;
   rc = pthread_create(&dsp->thread, NULL, device_thread, dsp);
   if (rc != 0) {
+    dspq_free(&dsp->queued);
     uv_close((uv_handle_t *)&dsp->done_async, free_on_close);
     uv_close((uv_handle_t *)&dsp->poll_idle, free_on_close);
     return -PTO_E_INTERNAL;
@@ -401,7 +318,7 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
     rc = -PTO_E_BUSY;
   else {
     job->admitted_ns = dsp_now_ns();
-    queue_push(&dsp->queued, job);
+    dspq_push(&dsp->queued, job);
     atomic_store(&dsp->nqueued, dsp->queued.count);
     wake = dsp->device_sleeping;
   }
@@ -428,7 +345,7 @@ int dsp_submit_internal(dsp_t *dsp, dsp_job_t *job) { return admit(dsp, job, tru
 
 dsp_flow_t *dsp_flow_create(dsp_t *dsp) {
   (void)dsp;
-  return calloc(1, sizeof(dsp_flow_t));
+  return dspq_flow_new();
 }
 
 void dsp_flow_release(dsp_t *dsp, dsp_flow_t *flow) {
@@ -438,14 +355,35 @@ void dsp_flow_release(dsp_t *dsp, dsp_flow_t *flow) {
     return;
   }
   pthread_mutex_lock(&dsp->lock);
-  flow->released = true;
-  if (!flow->in_ring) free(flow);
+  dspq_flow_release(flow);
+  pthread_mutex_unlock(&dsp->lock);
+}
+
+bool dsp_withdraw(dsp_t *dsp, dsp_flow_t *flow, uint64_t tag) {
+  dsp_job_t *job;
+  pthread_mutex_lock(&dsp->lock);
+  job = dspq_take_tagged(&dsp->queued, flow, tag);
+  atomic_store(&dsp->nqueued, dsp->queued.count);
+  pthread_mutex_unlock(&dsp->lock);
+  if (!job) return false;
+  job->outcome = DSP_WITHDRAWN;
+  job->started_ns = job->finished_ns = dsp_now_ns();
+  dsp->inflight--;
+  job->complete(job);
+  return true;
+}
+
+void dsp_set_aging_us(dsp_t *dsp, uint64_t aging_us) {
+  pthread_mutex_lock(&dsp->lock);
+  dsp->queued.aging_ns = aging_us > UINT64_MAX / 1000u ? UINT64_MAX / 2 : aging_us * 1000u;
   pthread_mutex_unlock(&dsp->lock);
 }
 
 void dsp_get_stats(dsp_t *dsp, dsp_stats_t *ret_stats) {
   pthread_mutex_lock(&dsp->lock);
   ret_stats->depth = dsp->queued.count;
+  for (int p = DSP_PRIORITY_MIN; p <= DSP_PRIORITY_MAX; p++)
+    ret_stats->by_priority[p - DSP_PRIORITY_MIN] = dspq_waiting(&dsp->queued, p);
   ret_stats->capacity = dsp->capacity;
   ret_stats->running = dsp->running ? 1 : 0;
   pthread_mutex_unlock(&dsp->lock);
@@ -466,7 +404,7 @@ void dsp_set_capacity(dsp_t *dsp, uint32_t capacity) {
 static void cancel_queued(dsp_t *dsp) {
   dsp_job_t *job;
   atomic_store(&dsp->nqueued, 0);
-  while ((job = queue_pop(&dsp->queued, 0)) != NULL) {
+  while ((job = dspq_pop(&dsp->queued, 0)) != NULL) {
     job->outcome = DSP_SHUTDOWN;
     list_push(&dsp->done, job);
   }
@@ -500,6 +438,7 @@ void dsp_destroy(dsp_t *dsp) {
   complete_done(dsp); /* completions still pending */
   pthread_mutex_destroy(&dsp->lock);
   pthread_cond_destroy(&dsp->wake);
+  dspq_free(&dsp->queued);
   uv_idle_stop(&dsp->poll_idle);
   uv_close((uv_handle_t *)&dsp->done_async, free_on_close);
   uv_close((uv_handle_t *)&dsp->poll_idle, free_on_close);

@@ -3,12 +3,19 @@
  *
  * Work that touches the device (dispatches, buffer memory, arena builds)
  * runs on one device thread.  The loop admits a job into its flow (one per
- * client connection: dsp_flow_create), the device thread takes the flows'
- * jobs round-robin, one from each flow in turn and each flow's in its
- * order, and the job's completion runs back on the loop (uv_async).  So a
- * client that pipelines hundreds of jobs delays another client's next job
- * by one job per busy flow, not by its whole pipeline.  The loop never
- * waits on a run; the device thread never touches a socket.
+ * client connection: dsp_flow_create) at its priority (-8 .. 7, lower runs
+ * sooner).  The device thread takes the most urgent waiting job first; at
+ * one priority it takes the flows round-robin, one job from each in turn,
+ * and each flow's jobs of that priority in their order (one stream per
+ * (flow, priority): dispatch_queue.h).  The job's completion runs back on
+ * the loop (uv_async).  So a client that pipelines hundreds of jobs delays
+ * another client's next job of its priority by one job per busy flow, not
+ * by its whole pipeline; a running job is never pre-empted.  With aging
+ * (dsp_set_aging_us) a job that has waited that long runs as if -8.  The
+ * loop never waits on a run; the device thread never touches a socket.
+ *
+ * A waiting job can be taken back (dsp_withdraw): it completes at once,
+ * on the loop, with DSP_WITHDRAWN, never run.
  *
  * Before running a job the device thread drops it if its client is gone
  * (the job is completed with DSP_CANCELLED and never run) or if its
@@ -39,7 +46,11 @@ typedef enum dsp_outcome {
   DSP_CANCELLED = 1, /* the client went away before it started */
   DSP_EXPIRED = 2,   /* its deadline passed before it started */
   DSP_SHUTDOWN = 3,  /* the daemon is draining; never run */
+  DSP_WITHDRAWN = 4, /* taken back while waiting (dsp_withdraw); never run */
 } dsp_outcome_t;
+
+#define DSP_PRIORITY_MIN (-8)
+#define DSP_PRIORITY_MAX 7
 
 typedef struct dsp_job dsp_job_t;
 typedef struct dsp_flow dsp_flow_t;
@@ -50,12 +61,16 @@ struct dsp_job {
   atomic_bool *gone;                /* client gone flag, or NULL for internal jobs */
   uint64_t deadline_ns;             /* CLOCK_MONOTONIC; 0: none */
   dsp_flow_t *flow;                 /* its client's flow; NULL: the internal one */
+  int8_t priority;                  /* DSP_PRIORITY_MIN .. MAX; 0 the default */
+  uint64_t tag;                     /* the submitter's name for it (dsp_withdraw) */
   /* Set by the dispatcher: */
   dsp_outcome_t outcome;
   uint64_t admitted_ns;
   uint64_t started_ns;  /* when run() began (DSP_RAN) */
   uint64_t finished_ns;
-  dsp_job_t *next;
+  dsp_job_t *next, *prev;         /* its line while waiting; next: the done list */
+  dsp_job_t *age_next, *age_prev; /* the waiting jobs by age (dispatch_queue.h) */
+  uint8_t level;                  /* the level it waits at (priority, or -8 aged) */
 };
 
 typedef struct dsp dsp_t;
@@ -81,8 +96,19 @@ int dsp_submit_internal(dsp_t *dsp, dsp_job_t *job);
 dsp_flow_t *dsp_flow_create(dsp_t *dsp);
 void dsp_flow_release(dsp_t *dsp, dsp_flow_t *flow);
 
+/* Take back the oldest waiting job of `flow` whose tag is `tag`: it
+ * completes now (its complete() runs before this returns) with
+ * DSP_WITHDRAWN.  Returns whether one was waiting; a running or finished
+ * job is not touched.  Loop thread. */
+bool dsp_withdraw(dsp_t *dsp, dsp_flow_t *flow, uint64_t tag);
+
+/* A job that has waited aging_us runs as if at DSP_PRIORITY_MIN; 0: never.
+ * Any thread; applies to the jobs already waiting too. */
+void dsp_set_aging_us(dsp_t *dsp, uint64_t aging_us);
+
 typedef struct dsp_stats {
   uint32_t depth;    /* jobs waiting */
+  uint32_t by_priority[DSP_PRIORITY_MAX - DSP_PRIORITY_MIN + 1]; /* waiting, from -8 */
   uint32_t capacity;
   uint32_t running;  /* 0 or 1 */
 } dsp_stats_t;

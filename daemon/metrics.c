@@ -52,7 +52,7 @@ typedef struct program_counts {
 struct metrics {
   pthread_mutex_t lock;
   /* The totals: atomic, so the loop's count of each request takes no lock. */
-  atomic_uint_fast64_t requests, dispatches[O_COUNT];
+  atomic_uint_fast64_t requests, dispatches[O_COUNT], cancelled;
   uint64_t errors[MAX_CODE];
   histogram_t hist[H_COUNT];
   program_counts_t programs[METRICS_MAX_PROGRAMS + 1]; /* the last: "_other" */
@@ -129,6 +129,10 @@ void metrics_count_request(metrics_t *m) {
   atomic_fetch_add_explicit(&m->requests, 1, memory_order_relaxed);
 }
 
+void metrics_count_cancelled(metrics_t *m) {
+  atomic_fetch_add_explicit(&m->cancelled, 1, memory_order_relaxed);
+}
+
 void metrics_count_dispatch(metrics_t *m, metrics_outcome_t outcome) {
   static const int slot[] = {[METRICS_OK] = O_OK, [METRICS_FAILED] = O_FAILED,
                              [METRICS_REJECTED] = O_REJECTED};
@@ -140,6 +144,7 @@ void metrics_totals(metrics_t *m, metrics_totals_t *t) {
   t->dispatches_ok = atomic_load(&m->dispatches[O_OK]);
   t->dispatches_failed = atomic_load(&m->dispatches[O_FAILED]);
   t->dispatches_rejected = atomic_load(&m->dispatches[O_REJECTED]);
+  t->cancelled = atomic_load(&m->cancelled);
 }
 
 void metrics_snapshot_init(metrics_snapshot_t *s) {
@@ -202,6 +207,13 @@ static void daemon_part(tb_t *t, const metrics_snapshot_t *s) {
   one(t, "ptod_queue_capacity", "gauge", "queue_depth: the admission queue's bound.",
       s->queue_capacity);
   one(t, "ptod_queue_running", "gauge", "Device requests running (0 or 1).", s->queue_running);
+  head(t, "ptod_queue_waiting", "gauge",
+       "Device requests waiting, by priority (lower runs sooner; an aged request counts as -8).");
+  for (int p = 0; p < 16; p++)
+    tb_put(t, "ptod_queue_waiting{priority=\"%d\"} %" PRIu64 "\n", p - 8, s->queue_by_priority[p]);
+  one(t, "ptod_requests_cancelled_total", "counter",
+      "Requests their client cancelled while they waited (answered CANCELLED).",
+      s->totals.cancelled);
   by_use(t, "ptod_client_held_bytes",
          "Bytes held for clients: unread input and decoded requests, answers not yet written.",
          s->client_input, s->client_output);

@@ -65,8 +65,12 @@ typedef enum metrics_outcome { METRICS_OK, METRICS_FAILED, METRICS_REJECTED } me
 void metrics_count_request(metrics_t *m);
 void metrics_count_dispatch(metrics_t *m, metrics_outcome_t outcome);
 
+/* A request its client cancelled while it waited (answered CANCELLED). */
+void metrics_count_cancelled(metrics_t *m);
+
 typedef struct metrics_totals {
   uint64_t requests, dispatches_ok, dispatches_failed, dispatches_rejected;
+  uint64_t cancelled;
 } metrics_totals_t;
 void metrics_totals(metrics_t *m, metrics_totals_t *t);
 
@@ -79,6 +83,7 @@ typedef struct metrics_snapshot {
   uint64_t uptime_s, clients;
   metrics_totals_t totals; /* metrics_totals */
   uint64_t queue_depth, queue_capacity, queue_running;
+  uint64_t queue_by_priority[16]; /* waiting, per priority -8 .. 7 */
   uint64_t arena_builds, arena_hits, arena_misses, arena_build_us_total, arena_bytes;
   int prewarm_first_dispatch_hit; /* -1: no dispatch yet, else 0 or 1 */
   uint64_t memory_limit, memory_arena, memory_buffers, memory_staging, memory_free;

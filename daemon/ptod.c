@@ -158,6 +158,7 @@ static void apply_spin(life_t *life) {
 
 static void apply_queue(life_t *life) {
   dsp_set_capacity(life->d->loop.dsp, ptod_queue_capacity(&life->d->loop.cfg));
+  dsp_set_aging_us(life->d->loop.dsp, life->d->loop.cfg.daemon.priority_aging_ms * 1000u);
 }
 
 /* Read from d->loop.cfg where it is used: as each request is admitted (queue,

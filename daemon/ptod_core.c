@@ -45,6 +45,7 @@ void ptod_snapshot(ptod_t *d, metrics_snapshot_t *s) {
     s->queue_depth = q.depth;
     s->queue_capacity = d->loop.cfg.daemon.queue_depth;
     s->queue_running = q.running;
+    for (int p = 0; p < 16; p++) s->queue_by_priority[p] = q.by_priority[p];
   }
   rt_cache_stats(d->device.rt, &cs);
   s->arena_builds = cs.builds;
@@ -178,6 +179,7 @@ int ptod_create(const cfg_t *cfg, const pto_sizing_t *env, uv_loop_t *loop,
     return -PTO_E_INTERNAL;
   }
   dsp_set_spin_us(d->loop.dsp, d->loop.cfg.daemon.spin_us);
+  dsp_set_aging_us(d->loop.dsp, d->loop.cfg.daemon.priority_aging_ms * 1000u);
   /* The socket, bound and not yet accepting (srv_listen): a path that is
    * unsafe or that a live daemon serves fails now, in milliseconds. */
   ptod_server_options(&d->loop.cfg, &so);

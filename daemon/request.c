@@ -151,6 +151,24 @@ static void run_on_device(dsp_job_t *job) {
   row_of(req)->run(req);
 }
 
+/* A request its client cancelled while it waited: counted, answered
+ * CANCELLED, ended (its regions and counted bytes go with it). */
+static void answer_cancelled(req_t *req) {
+  pto_error_t err;
+  char tag[REQ_TAG_MAX];
+  metrics_count_cancelled(req->d->metrics);
+  metrics_count_error(req->d->metrics, PTO_E_CANCELLED);
+  if (is_dispatch(req)) metrics_count_dispatch(req->d->metrics, METRICS_REJECTED);
+  log_client(LOG_DEBUG, "The client cancelled %s %s before it ran.",
+             proto_method_name(req->method), req_tag(req, tag, sizeof(tag)));
+  pto_error_set(&err, PTO_E_CANCELLED,
+                "The %s request with msgid %u was cancelled by its client before it started; "
+                "it was not run.",
+                proto_method_name(req->method), req->msgid);
+  if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, &err, req->request_id);
+  req_finish(req);
+}
+
 /* Loop thread: the device thread is done with the request. */
 static void request_complete(dsp_job_t *job) {
   req_t *req = (req_t *)job;
@@ -193,6 +211,9 @@ static void request_complete(dsp_job_t *job) {
   case DSP_SHUTDOWN:
     shutting_down(req, &err);
     reject(req, &err);
+    break;
+  case DSP_WITHDRAWN:
+    answer_cancelled(req);
     break;
   }
 }
@@ -265,6 +286,8 @@ static void admit(req_t *req, const method_row_t *row) {
   req->job.complete = request_complete;
   req->job.gone = srv_conn_gone_flag(req->conn);
   req->job.flow = cs->flow;
+  req->job.priority = (int8_t)proto_params_priority(req->method, &req->params);
+  req->job.tag = req->msgid;
   if (row->runs_program)
     req->job.deadline_ns = deadline_from(req->params.dispatch.deadline_ms, dsp_now_ns());
   rc = dsp_submit(d->loop.dsp, &req->job);
@@ -354,6 +377,23 @@ static req_t *req_new(ptod_t *d, srv_conn_t *conn, srv_msg_t *msg) {
   return req;
 }
 
+/* The cancel notification: a request of this connection still waiting is
+ * answered CANCELLED now; anything else (running, answered, unknown, of
+ * another connection) is left alone, and a malformed cancel is logged and
+ * ignored like any notification: none is ever answered. */
+static void cancel(req_t *req, const proto_envelope_t *env) {
+  req_conn_t *cs = srv_conn_data(req->conn);
+  proto_cancel_params_t p;
+  pto_error_t err;
+  if (proto_cancel_decode(env->params, &p, &err) < 0) {
+    log_client(LOG_INFO, "Client %llu sent a cancel notification that is not valid (%s); "
+               "ignoring it.",
+               (unsigned long long)srv_conn_id(req->conn), err.message);
+    return;
+  }
+  if (cs && cs->flow) dsp_withdraw(req->d->loop.dsp, cs->flow, p.msgid);
+}
+
 /* The envelope: 0 when *env is a request to look up; -1 when the request
  * has ended (answered, ignored, or its connection failed). */
 static int open_envelope(req_t *req, proto_envelope_t *env) {
@@ -374,6 +414,12 @@ static int open_envelope(req_t *req, proto_envelope_t *env) {
     log_client(LOG_INFO, "Client %llu sent a message that is not msgpack-RPC (%s); disconnecting it.",
                (unsigned long long)srv_conn_id(conn), err.message);
     srv_conn_fail(conn, &err);
+    req_finish(req);
+    return -1;
+  }
+  if (env->type == PROTO_MSG_NOTIFICATION &&
+      proto_envelope_method_is(env, PROTO_CANCEL)) {
+    cancel(req, env);
     req_finish(req);
     return -1;
   }

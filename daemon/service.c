@@ -15,11 +15,11 @@
 /* ---- methods served on the loop ----------------------------------------- */
 
 /* What ping says the daemon speaks beyond protocol version 1 (docs/protocol.md,
- * ping): DFX artefacts in dispatch results, protocol 1.2's request ids
- * (cancel and priority join this list when the daemon speaks them), and
- * shared-memory arguments.  "shm" stays last: serve_ping leaves it out when
- * shm_limit = 0 turns the shm path off. */
-static const char *const ptod_features[] = {"dfx", "request_id", "shm"};
+ * ping): DFX artefacts in dispatch results, protocol 1.2's cancel
+ * notification, priorities and request ids, and shared-memory arguments.
+ * "shm" stays last: serve_ping leaves it out when shm_limit = 0 turns the
+ * shm path off. */
+static const char *const ptod_features[] = {"dfx", "cancel", "priority", "request_id", "shm"};
 
 /* status: ptod_snapshot's facts (those the exposition shows too), in the
  * result's shape, and the prewarmed arena. */
@@ -34,6 +34,8 @@ static void serve_status(ptod_t *d, proto_status_result_t *s) {
   s->queue.depth = m.queue_depth;
   s->queue.capacity = m.queue_capacity;
   s->queue.running = m.queue_running;
+  for (int p = 0; p < 16; p++) s->queue.by_priority[p] = m.queue_by_priority[p];
+  s->queue.cancelled = m.totals.cancelled;
   prewarm_arena_snapshot(&d->device.prewarm, d->device.rt, &s->arena);
   s->memory.limit = m.memory_limit;
   s->memory.arena = m.memory_arena;

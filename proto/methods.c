@@ -127,6 +127,7 @@ static const schema_spec_t dispatch_rows[] = {
     ROW_MAP("config", T, config, config_schema, F_OPT),
     ROW_I("deadline_ms", T, deadline_ms, 0, INT64_MAX, PROTO_UNSET, F_OPT),
     ROW_K("request_id", SK_RID, T, request_id, F_OPT),
+    ROW_I("priority", T, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX, 0, F_OPT),
 };
 #undef T
 static const schema_t dispatch_schema = SCHEMA(dispatch_rows);
@@ -148,6 +149,7 @@ static const schema_spec_t alloc_rows[] = {
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, 0),
     ROW_K("init", SK_BIN, T, init, F_OPT),
     ROW_K("request_id", SK_RID, T, request_id, F_OPT),
+    ROW_I("priority", T, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX, 0, F_OPT),
 };
 #undef T
 static const schema_t alloc_schema = {.fields = alloc_rows,
@@ -188,6 +190,7 @@ static const schema_spec_t write_rows[] = {
     ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
     ROW_U("bytes", T, bytes, 1, BYTES_MAX, F_OPT),
     ROW_K("request_id", SK_RID, T, request_id, F_OPT),
+    ROW_I("priority", T, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX, 0, F_OPT),
 };
 #undef T
 static const schema_t write_schema = {.fields = write_rows,
@@ -214,6 +217,7 @@ static const schema_spec_t read_rows[] = {
     ROW_K("shm", SK_NAME, T, shm, F_OPT),
     ROW_U("shm_offset", T, shm_offset, 0, BYTES_MAX, F_OPT),
     ROW_K("request_id", SK_RID, T, request_id, F_OPT),
+    ROW_I("priority", T, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX, 0, F_OPT),
 };
 #undef T
 static const schema_t read_schema = {.fields = read_rows,
@@ -234,16 +238,22 @@ static const schema_t shm_unregister_schema = SCHEMA(shm_unregister_rows);
 
 static const schema_spec_t free_rows[] = {
     ROW_K("name", SK_NAME, proto_buffer_free_params_t, name, 0),
-    ROW_K("request_id", SK_RID, proto_buffer_free_params_t, request_id, F_OPT)};
+    ROW_K("request_id", SK_RID, proto_buffer_free_params_t, request_id, F_OPT),
+    ROW_I("priority", proto_buffer_free_params_t, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX,
+          0, F_OPT)};
 static const schema_t free_schema = SCHEMA(free_rows);
 
 static const schema_spec_t prewarm_rows[] = {
     ROW_MAP("config", proto_prewarm_params_t, config, config_schema, F_OPT),
-    ROW_K("request_id", SK_RID, proto_prewarm_params_t, request_id, F_OPT)};
+    ROW_K("request_id", SK_RID, proto_prewarm_params_t, request_id, F_OPT),
+    ROW_I("priority", proto_prewarm_params_t, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX, 0,
+          F_OPT)};
 static const schema_t prewarm_schema = SCHEMA(prewarm_rows);
 
 static const schema_spec_t list_rows[] = {
-    ROW_K("request_id", SK_RID, proto_buffer_list_params_t, request_id, F_OPT)};
+    ROW_K("request_id", SK_RID, proto_buffer_list_params_t, request_id, F_OPT),
+    ROW_I("priority", proto_buffer_list_params_t, priority, PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX,
+          0, F_OPT)};
 static const schema_t list_schema = SCHEMA(list_rows);
 
 static const schema_t no_params_schema = {.nfields = 0};
@@ -289,10 +299,22 @@ static const schema_spec_t arena_rows[] = {
 static const schema_t arena_schema = SCHEMA(arena_rows);
 
 #define T pto_status_t
+static const schema_spec_t by_priority_rows[] = {
+#define PRIORITY_ROW(p) ROW_COUNT(#p, T, queue.by_priority[(p) + 8])
+    PRIORITY_ROW(-8), PRIORITY_ROW(-7), PRIORITY_ROW(-6), PRIORITY_ROW(-5), PRIORITY_ROW(-4),
+    PRIORITY_ROW(-3), PRIORITY_ROW(-2), PRIORITY_ROW(-1), PRIORITY_ROW(0), PRIORITY_ROW(1),
+    PRIORITY_ROW(2), PRIORITY_ROW(3), PRIORITY_ROW(4), PRIORITY_ROW(5), PRIORITY_ROW(6),
+    PRIORITY_ROW(7),
+#undef PRIORITY_ROW
+};
+static const schema_t by_priority_schema = SCHEMA(by_priority_rows);
 static const schema_spec_t queue_rows[] = {
     ROW_COUNT("depth", T, queue.depth),
     ROW_COUNT("capacity", T, queue.capacity),
     ROW_COUNT("running", T, queue.running),
+    /* Protocol 1.2: absent from an older daemon's answer. */
+    {.key = "by_priority", .kind = SK_MAP, .flags = F_NEW, .sub = &by_priority_schema},
+    ROW_U("cancelled", T, queue.cancelled, 0, INT64_MAX, F_NEW),
 };
 static const schema_t queue_schema = SCHEMA(queue_rows);
 static const schema_spec_t memory_rows[] = {

@@ -156,6 +156,7 @@ typedef struct proto_dispatch_params {
   proto_config_t config;
   int64_t deadline_ms; /* PROTO_UNSET, or >= 0 */
   const char *request_id; /* optional (NULL): the caller's id, echoed (1.2) */
+  int32_t priority; /* -8 .. 7, lower runs sooner; default 0 */
 } proto_dispatch_params_t;
 
 typedef struct proto_buffer_alloc_params {
@@ -163,6 +164,7 @@ typedef struct proto_buffer_alloc_params {
   uint64_t bytes;     /* 1..2^40 */
   proto_bytes_t init; /* optional (ptr NULL); exactly `bytes` long */
   const char *request_id;
+  int32_t priority; /* -8 .. 7, lower runs sooner; default 0 */
 } proto_buffer_alloc_params_t;
 
 /* Exactly one of `data` and `shm`: with `shm`, `bytes` bytes come from the
@@ -175,6 +177,7 @@ typedef struct proto_buffer_write_params {
   uint64_t shm_offset; /* optional, default 0 */
   uint64_t bytes;      /* with shm: 1..2^40 */
   const char *request_id;
+  int32_t priority; /* -8 .. 7, lower runs sooner; default 0 */
 } proto_buffer_write_params_t;
 
 /* With `shm`: the bytes go into the connection's region at shm_offset
@@ -186,6 +189,7 @@ typedef struct proto_buffer_read_params {
   const char *shm;     /* optional: a region name */
   uint64_t shm_offset; /* optional, default 0 */
   const char *request_id;
+  int32_t priority; /* -8 .. 7, lower runs sooner; default 0 */
 } proto_buffer_read_params_t;
 
 typedef struct proto_shm_register_params {
@@ -200,18 +204,27 @@ typedef struct proto_shm_unregister_params {
 typedef struct proto_buffer_free_params {
   const char *name;
   const char *request_id;
+  int32_t priority; /* -8 .. 7, lower runs sooner; default 0 */
 } proto_buffer_free_params_t;
 
-/* buffer.list takes only protocol 1.2's request_id (its result, a list,
- * has no room to echo it). */
+/* buffer.list takes protocol 1.2's request_id (its result, a list, has no
+ * room to echo it) and priority (answered on the loop at once: it orders
+ * nothing). */
 typedef struct proto_buffer_list_params {
   const char *request_id;
+  int32_t priority;
 } proto_buffer_list_params_t;
 
 typedef struct proto_prewarm_params {
   proto_config_t config; /* optional: empty = the daemon's resolved baseline */
   const char *request_id;
+  int32_t priority; /* -8 .. 7, lower runs sooner; default 0 */
 } proto_prewarm_params_t;
+
+/* Device requests (dispatch, buffer.alloc/write/read/free, prewarm) may
+ * carry "priority": an int in [PROTO_PRIORITY_MIN, PROTO_PRIORITY_MAX]. */
+#define PROTO_PRIORITY_MIN (-8)
+#define PROTO_PRIORITY_MAX 7
 
 typedef union proto_params {
   proto_dispatch_params_t dispatch;
@@ -224,6 +237,21 @@ typedef union proto_params {
   proto_shm_register_params_t shm_register;
   proto_shm_unregister_params_t shm_unregister;
 } proto_params_t;
+
+/* The cancel notification, [2, "cancel", [{"msgid": id}]]: take back a
+ * queued request of the same connection. */
+#define PROTO_CANCEL "cancel"
+typedef struct proto_cancel_params {
+  uint32_t msgid;
+} proto_cancel_params_t;
+
+/* Decode a cancel notification's params (the map, or NULL for []): 0, or
+ * -PTO_E_INVALID_REQUEST with ret_err saying what is wrong. */
+int proto_cancel_decode(const msgpack_object *params, proto_cancel_params_t *ret,
+                        pto_error_t *ret_err);
+
+/* A device request's priority (0 for methods that take none). */
+int proto_params_priority(proto_method_t method, const proto_params_t *params);
 
 /* Results: the public structs of <pto/protocol.h>, under the names the
  * daemon's code uses. */

@@ -179,7 +179,7 @@ static int decode_int(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_o
   bool ok = (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) ||
             o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
   if (ok) v = o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? o->via.i64 : (int64_t)o->via.u64;
-  if (ok && v >= s->min && (uint64_t)v <= s->max) {
+  if (ok && v >= s->min && (v < 0 || (uint64_t)v <= s->max)) {
     store_int(field, s->size, v);
     return 0;
   }
@@ -419,7 +419,7 @@ int schema_decode_map(schema_ctx_t *ctx, const schema_t *sc, const msgpack_objec
   }
   for (size_t row = 0; row < sc->nfields; row++) {
     const schema_spec_t *s = &sc->fields[row];
-    if ((seen >> row & 1u) || (s->flags & F_OPT)) continue;
+    if ((seen >> row & 1u) || (s->flags & (F_OPT | F_NEW))) continue;
     char name[128];
     full_key(ctx, s->key, name, sizeof(name));
     return fail(ctx, PTO_E_INVALID_REQUEST, s->key, "missing required key '%s' in %s.", name,

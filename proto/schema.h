@@ -47,6 +47,8 @@ enum {
   F_NIL = 1u << 1,  /* may be nil even when required (nil = the absent value) */
   F_LEN = 1u << 2,  /* SK_STR: also a size_t length at off2 */
   F_ZERO = 1u << 3, /* SK_UINT: 0 is accepted as "unset" besides [min, max] */
+  F_NEW = 1u << 4,  /* a key a later protocol version added: always packed, but an
+                     * older peer's message may lack it (its absent value stays) */
 };
 
 typedef struct schema_spec {

@@ -57,6 +57,7 @@ extern "C" {
   X(ALREADY_EXISTS, 1009, "A buffer of that name already exists.")                                 \
   X(PERMISSION_DENIED, 1010, "This peer is not allowed to use the daemon.")                        \
   X(MESSAGE_TOO_LARGE, 1011, "The message is larger than max_message.")                            \
+  X(CANCELLED, 1012, "The request was cancelled before it started.")                               \
   X(INTERNAL, 1099, "Internal error.")                                                             \
   X(CONNECT_FAILED, 2001, "Cannot connect to the daemon.")                                         \
   X(CONNECTION_LOST, 2002, "The connection to the daemon was closed.")                             \

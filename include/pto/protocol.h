@@ -104,6 +104,8 @@ typedef struct pto_status {
   const char *state;
   struct {
     uint64_t depth, capacity, running;
+    uint64_t by_priority[16]; /* waiting, per priority -8 .. 7 */
+    uint64_t cancelled;       /* requests answered CANCELLED since start */
   } queue;
   pto_arena_info_t arena;
   struct {

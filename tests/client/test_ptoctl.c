@@ -134,7 +134,7 @@ START_TEST(test_read_commands) {
   ck_assert_int_eq(CTL("ping"), 0);
   ck_assert_ptr_nonnull(strstr(out, "device 0: ready (ptod " PTO_VERSION ")"));
   ck_assert_int_eq(CTL("--json", "ping"), 0);
-  check_json(out, "assert d == {'version': '" PTO_VERSION "', 'device': 0, 'state': 'ready', 'features': ['dfx', 'request_id', 'shm']}, d");
+  check_json(out, "assert d == {'version': '" PTO_VERSION "', 'device': 0, 'state': 'ready', 'features': ['dfx', 'cancel', 'priority', 'request_id', 'shm']}, d");
 
   ck_assert_int_eq(CTL("status"), 0);
   ck_assert_ptr_nonnull(strstr(out, "queue      0 waiting of 64, 0 running"));

@@ -52,7 +52,7 @@ CODES = {
     "INVALID_REQUEST": 1000, "INVALID_CONFIG": 1001, "UNKNOWN_METHOD": 1002,
     "UNKNOWN_PROGRAM": 1003, "BUSY": 1004, "DEADLINE_EXCEEDED": 1005,
     "SHUTTING_DOWN": 1006, "OUT_OF_MEMORY": 1007, "NOT_FOUND": 1008,
-    "ALREADY_EXISTS": 1009, "PERMISSION_DENIED": 1010, "MESSAGE_TOO_LARGE": 1011,
+    "ALREADY_EXISTS": 1009, "PERMISSION_DENIED": 1010, "MESSAGE_TOO_LARGE": 1011, "CANCELLED": 1012,
     "INTERNAL": 1099,
 }
 
@@ -499,6 +499,40 @@ def hold_device(daemon, client, task_us=HOLD_US):
                                          task_us=int(task_us) // rounds))
     wait_until(lambda: daemon.status()["queue"]["running"] == 1, what="the hold to run")
     return msgid
+
+
+class Hold:
+    """A long noop on its own connection that holds the device while a test
+    lines requests up behind it (holds())."""
+
+    def __init__(self, daemon, task_us):
+        self.daemon = daemon
+        self.client = daemon.client()
+        self.ran = daemon.status()["dispatches"]["ok"]
+        self.msgid = hold_device(daemon, self.client, task_us=task_us)
+
+    def lasted(self):
+        """Whether the hold still runs and no dispatch has finished since it
+        began: everything the test did so far happened behind it."""
+        s = self.daemon.status()
+        return s["queue"]["running"] == 1 and s["dispatches"]["ok"] == self.ran
+
+    def end(self):
+        """Wait for the hold's answer and close its connection."""
+        result = self.client.result(self.msgid)
+        self.client.close()
+        return result
+
+
+def holds(daemon, task_us=HOLD_US):
+    """Holds, each four times longer than the last: a test does its work
+    behind one, checks hold.lasted() once everything it needed queued is
+    queued, reads its answers, calls hold.end(), and stops when it lasted.
+    The hold is a time (the device has no other gate), so on a loaded
+    machine a test is run again rather than measured after the hold."""
+    while True:
+        yield Hold(daemon, task_us)
+        task_us *= 4
 
 
 def parse_prometheus(text):

@@ -44,7 +44,7 @@ class Methods(harness.DaemonTest):
     def test_ping(self):
         r = self.c.call("ping")
         self.assertEqual(r, {"version": r["version"], "device": 0, "state": "ready",
-                             "features": ["dfx", "request_id", "shm"]})
+                             "features": ["dfx", "cancel", "priority", "request_id", "shm"]})
         self.assertRegex(r["version"], r"^\d+\.\d+\.\d+")
 
     def test_status_shape(self):
@@ -61,7 +61,9 @@ class Methods(harness.DaemonTest):
         self.assertEqual(s["platform"], "sim")
         self.assertEqual(s["state"], "ready")
         self.assertIsInstance(s["uptime_s"], int)
-        self.assertEqual(set(s["queue"]), {"depth", "capacity", "running"})
+        self.assertEqual(set(s["queue"]), {"depth", "capacity", "running", "by_priority",
+                                           "cancelled"})
+        self.assertEqual(set(s["queue"]["by_priority"]), {str(p) for p in range(-8, 8)})
         self.assertEqual(s["queue"]["capacity"], 64)
         a = s["arena"]
         self.assertEqual(set(a), {"sizing", "key", "bytes", "build_us", "builds", "hits", "misses",

@@ -45,7 +45,9 @@ class Queue(harness.DaemonTest):
             # buffer methods go through the same queue
             err = b.call_err("buffer.alloc", {"name": "x", "bytes": 16})
             self.assertError(err, "BUSY")
-            self.assertEqual(b.call("status")["queue"], {"depth": 2, "capacity": 2, "running": 1})
+            q = b.call("status")["queue"]
+            self.assertEqual((q["depth"], q["capacity"], q["running"]), (2, 2, 1))
+            self.assertEqual(q["by_priority"]["0"], 2)
             a.result(hold)
             for msgid in queued:
                 b.result(msgid)
@@ -83,8 +85,8 @@ class Queue(harness.DaemonTest):
             # a and the status poller's own connection
             wait_until(lambda: d.status()["clients"] == 2, what="b's disconnect")
             self.assertEqual(a.result(hold)["tasks"], 1)
-            wait_until(lambda: d.status()["queue"] == {"depth": 0, "capacity": 64, "running": 0},
-                       what="the queue to empty")
+            wait_until(lambda: (lambda q: (q["depth"], q["capacity"], q["running"]))(
+                d.status()["queue"]) == (0, 64, 0), what="the queue to empty")
             self.assertEqual(a.call("buffer.read", {"name": "side"}), bytes(8))
             s = a.call("status")["dispatches"]
             self.assertEqual((s["ok"], s["failed"], s["rejected"]), (1, 0, 1))

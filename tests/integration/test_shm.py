@@ -147,7 +147,7 @@ class Off(harness.DaemonTest):
     def test_shm_limit_0_turns_the_path_off(self):
         d = self.daemon(config={"daemon": {"shm_limit": "0"}})
         with d.client() as c:
-            self.assertEqual(c.call("ping")["features"], ["dfx", "request_id"])
+            self.assertEqual(c.call("ping")["features"], ["dfx", "cancel", "priority", "request_id"])
             fd, _ = memfd(4096)
             err = c.error(send_with_fds(c, "shm.register", {"name": "r", "bytes": 4096}, [fd]))
             self.assertError(err, "OUT_OF_MEMORY", contains=["shm_limit = 0"])

@@ -552,7 +552,7 @@ START_TEST(unknown_sections_and_keys) {
                "[daemon] sockett = /x: unknown key; the keys of [daemon] are socket, "
                "socket_mode, socket_group, allowed_uids, allowed_gids, max_clients, "
                "max_message, max_pending, queue_depth, queue_full, input_limit, "
-               "clients_memory, shm_limit, shm_regions, shm_regions_total, shm_limit_total, max_objects, spin_us, drain_timeout, client_timeout, "
+               "clients_memory, shm_limit, shm_regions, shm_regions_total, shm_limit_total, max_objects, spin_us, priority_aging, drain_timeout, client_timeout, "
                "idle_timeout, "
                "output_limit, diagnostics_dir, diagnostics_max_bytes, diagnostics_max_files, "
                "log_level.");
@@ -922,6 +922,7 @@ static const char *const other_value[][3] = {
     {"daemon", "max_pending", "1"},
     {"daemon", "queue_depth", "1"},
     {"daemon", "spin_us", "0"},
+    {"daemon", "priority_aging", "1s"},
     {"daemon", "drain_timeout", "1s"},
     {"daemon", "client_timeout", "1s"},
     {"daemon", "output_limit", "1M"},

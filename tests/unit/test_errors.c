@@ -38,6 +38,7 @@ static const struct {
     {"ALREADY_EXISTS", 1009},
     {"PERMISSION_DENIED", 1010},
     {"MESSAGE_TOO_LARGE", 1011},
+    {"CANCELLED", 1012},
     {"INTERNAL", 1099},
 };
 #define PROTOCOL_COUNT (sizeof(protocol_errors) / sizeof(protocol_errors[0]))
@@ -107,7 +108,7 @@ START_TEST(table_round_trips) {
 END_TEST
 
 START_TEST(unknown_codes_and_names) {
-  static const int unknown[] = {0, -1, 6, 7, 8, 10, 12, 99, 101, 999, 1012, 1098, 1100, -1001};
+  static const int unknown[] = {0, -1, 6, 7, 8, 10, 12, 99, 101, 999, 1013, 1098, 1100, -1001};
   for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
     ck_assert_ptr_null(pto_error_name(unknown[i]));
     ck_assert_ptr_null(pto_error_default_message(unknown[i]));

@@ -392,12 +392,12 @@ static const struct reject {
      "missing required key 'args' in dispatch params."},
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"ring_heap\": 1024}]",
      PTO_E_INVALID_REQUEST, "ring_heap",
-     "unknown key 'ring_heap' in dispatch params; known keys: program, args, config, deadline_ms, request_id."},
+     "unknown key 'ring_heap' in dispatch params; known keys: program, args, config, deadline_ms, request_id, priority."},
     /* a long unknown key is shown cut, with "..." */
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\": 1}]",
      PTO_E_INVALID_REQUEST, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
      "unknown key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...' in dispatch params; known keys: program, args, config, "
-     "deadline_ms, request_id."},
+     "deadline_ms, request_id, priority."},
     /* request_id (1.2): 1 to 64 bytes of printable ASCII, on every device method */
     {PROTO_M_DISPATCH, "[{\"program\": \"noop\", \"args\": [], \"request_id\": \"\"}]",
      PTO_E_INVALID_REQUEST, "request_id",
@@ -590,7 +590,7 @@ static const struct reject {
      PTO_E_INVALID_REQUEST, "init",
      "key 'init' in buffer.alloc params must be a bin, got \"abcd\"."},
     {PROTO_M_BUFFER_ALLOC, "[{\"name\": \"kv\", \"size\": 4}]", PTO_E_INVALID_REQUEST, "size",
-     "unknown key 'size' in buffer.alloc params; known keys: name, bytes, init, request_id."},
+     "unknown key 'size' in buffer.alloc params; known keys: name, bytes, init, request_id, priority."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\"}]", PTO_E_INVALID_REQUEST, "data",
      "missing required key 'data' in buffer.write params (or 'shm' and 'bytes' to write from a shared-memory region)."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\", \"offset\": -1, \"data\": b\"\"}]",
@@ -600,7 +600,7 @@ static const struct reject {
      "key 'data' in buffer.write params must be a bin, got an array of 2."},
     {PROTO_M_BUFFER_WRITE, "[{\"name\": \"kv\", \"data\": b\"\", \"sync\": true}]",
      PTO_E_INVALID_REQUEST, "sync",
-     "unknown key 'sync' in buffer.write params; known keys: name, offset, data, shm, shm_offset, bytes, request_id."},
+     "unknown key 'sync' in buffer.write params; known keys: name, offset, data, shm, shm_offset, bytes, request_id, priority."},
     {PROTO_M_BUFFER_READ, "[{\"name\": \"kv\", \"bytes\": -1}]", PTO_E_INVALID_REQUEST, "bytes",
      "key 'bytes' in buffer.read params must be an integer in [1, 1099511627776] (0 or nil to "
      "leave it unset), got -1."},
@@ -608,16 +608,16 @@ static const struct reject {
      "offset",
      "key 'offset' in buffer.read params must be an integer in [0, 1099511627776], got \"x\"."},
     {PROTO_M_BUFFER_READ, "[{\"name\": \"kv\", \"length\": 4}]", PTO_E_INVALID_REQUEST, "length",
-     "unknown key 'length' in buffer.read params; known keys: name, offset, bytes, shm, shm_offset, request_id."},
+     "unknown key 'length' in buffer.read params; known keys: name, offset, bytes, shm, shm_offset, request_id, priority."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": 5}]", PTO_E_INVALID_REQUEST, "name",
      "key 'name' in buffer.free params must be a string, got 5."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": \"kv\", \"bytes\": 4}]", PTO_E_INVALID_REQUEST, "bytes",
-     "unknown key 'bytes' in buffer.free params; known keys: name, request_id."},
+     "unknown key 'bytes' in buffer.free params; known keys: name, request_id, priority."},
     {PROTO_M_BUFFER_FREE, "[{\"name\": nil}]", PTO_E_INVALID_REQUEST, "name",
      "key 'name' in buffer.free params must be a string, got nil."},
     /* prewarm */
     {PROTO_M_PREWARM, "[{\"sizing\": {}}]", PTO_E_INVALID_REQUEST, "sizing",
-     "unknown key 'sizing' in prewarm params; known keys: config, request_id."},
+     "unknown key 'sizing' in prewarm params; known keys: config, request_id, priority."},
     {PROTO_M_PREWARM, "[{\"config\": {\"ring_task_window\": 3}}]", PTO_E_INVALID_CONFIG,
      "ring_task_window", "ring_task_window must be a power of 2 >= 4, got 3"},
     {PROTO_M_PREWARM, "[{\"config\": {\"heap\": 1024}}]", PTO_E_INVALID_REQUEST, "heap",
@@ -698,6 +698,9 @@ START_TEST(status_result) {
   s->queue.depth = 1;
   s->queue.capacity = 64;
   s->queue.running = 1;
+  s->queue.by_priority[0] = 1; /* -8 */
+  s->queue.by_priority[15] = 2; /* 7 */
+  s->queue.cancelled = 3;
   fill_arena(&s->arena);
   s->memory.limit = 8ull << 30;
   s->memory.arena = 1u << 30;
@@ -717,7 +720,10 @@ START_TEST(status_result) {
   results_round_trip(PROTO_M_STATUS, &r,
                      "{\"device\": 0, \"platform\": \"sim\", \"version\": \"0.1.0\", "
                      "\"uptime_s\": 12, \"state\": \"ready\", \"queue\": {\"depth\": 1, "
-                     "\"capacity\": 64, \"running\": 1}, \"arena\": " STATUS_ARENA_TEXT
+                     "\"capacity\": 64, \"running\": 1, "
+                     "\"by_priority\": {\"-8\": 1, \"-7\": 0, \"-6\": 0, \"-5\": 0, \"-4\": 0, "
+                     "\"-3\": 0, \"-2\": 0, \"-1\": 0, \"0\": 0, \"1\": 0, \"2\": 0, \"3\": 0, "
+                     "\"4\": 0, \"5\": 0, \"6\": 0, \"7\": 2}, \"cancelled\": 3}, \"arena\": " STATUS_ARENA_TEXT
                      ", \"memory\": {\"limit\": 8589934592, \"arena\": 1073741824, "
                      "\"buffers\": 4096, \"free\": 7516188672}, \"dispatches\": {\"ok\": 6, "
                      "\"failed\": 1, \"rejected\": 2}, \"clients\": 3, \"client_memory\": "
@@ -913,7 +919,7 @@ START_TEST(request_id_echo) {
   wire_free(&w);
   ck_assert_int_eq(decode_params(PROTO_M_BUFFER_LIST, "[{\"x\": 1}]", &p, &err, &w),
                    -PTO_E_INVALID_REQUEST);
-  ck_assert_str_eq(err.message, "unknown key 'x' in buffer.list params; known keys: request_id.");
+  ck_assert_str_eq(err.message, "unknown key 'x' in buffer.list params; known keys: request_id, priority.");
   wire_free(&w);
   ck_assert_int_eq(decode_params(PROTO_M_PREWARM, "[]", &p, &err, &w), 0);
   ck_assert_ptr_null(proto_params_request_id(PROTO_M_PREWARM, &p));

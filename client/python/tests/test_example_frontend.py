@@ -177,9 +177,8 @@ class FrontendTest(unittest.TestCase):
 
     @staticmethod
     def cancelled(status):
-        """The daemon's count of cancelled requests (protocol 1.2)."""
-        figure = status.get("dispatches", {}).get("cancelled")
-        return figure if figure is not None else status.get("cancelled", 0)
+        """The daemon's count of cancelled requests (protocol 1.2: status.queue.cancelled)."""
+        return status["queue"]["cancelled"]
 
     async def read_all(self, http, job, rid):
         async with http.post(URL, json=job, headers={"X-Request-Id": rid}) as resp:
