@@ -50,11 +50,15 @@ class PriorityParam(harness.DaemonTest):
             self.assertEqual(c.call("buffer.alloc", {"name": "b", "bytes": 8, "priority": -3}),
                              {"name": "b", "bytes": 8})
 
-    def test_loop_methods_take_no_priority(self):
+    def test_buffer_list_takes_a_priority_and_ignores_it(self):
+        """buffer.list is a buffer.* method, so it takes a priority (the
+        range is checked), but it is answered at once on the loop."""
         d = self.daemon()
         with d.client() as c:
-            self.assertError(c.call_err("buffer.list", {"priority": 0}), "INVALID_REQUEST",
+            self.assertEqual(c.call("buffer.list", {"priority": -8}), [])
+            self.assertError(c.call_err("buffer.list", {"priority": 8}), "INVALID_REQUEST",
                              contains=["priority"])
+            self.assertError(c.call_err("status", {"priority": 0}), "INVALID_REQUEST")
 
 
 class PriorityOrder(harness.DaemonTest):
