@@ -210,39 +210,42 @@ static bool parse_float(const char *s, double *ret) {
   return true;
 }
 
+/* buf:NAME or buf:NAME:OFFSET:BYTES (w starts with "buf:") into a[0]; a
+ * slice's name is its own copy, in d. */
+static int parse_buffer_arg(const char *w, pto_dispatch_arg_t *a, ctl_data_t *d, char *msg,
+                            size_t msglen) {
+  const char *name = w + 4, *c1 = strchr(name, ':'), *c2;
+  char off[64];
+  uint64_t o, n;
+  int rc;
+  if (!c1) {
+    if (!*name) return fail(CTL_EXIT_USAGE, msg, msglen, "'buf:' needs a buffer name.");
+    *a = pto_arg_buffer(name);
+    return 0;
+  }
+  c2 = strchr(c1 + 1, ':');
+  if (!c2 || c1 == name || (size_t)(c2 - c1 - 1) >= sizeof(off))
+    return fail(CTL_EXIT_USAGE, msg, msglen, "'%s' must be buf:NAME or buf:NAME:OFFSET:BYTES.", w);
+  snprintf(off, sizeof(off), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+  rc = ctl_parse_size("The offset", off, &o, msg, msglen);
+  if (rc == 0) rc = ctl_parse_size("The byte count", c2 + 1, &n, msg, msglen);
+  if (rc < 0) return rc;
+  if (n == 0)
+    return fail(CTL_EXIT_USAGE, msg, msglen, "The slice '%s' must have at least one byte.", w);
+  /* The name is the word up to the first ':'; keep it NUL-terminated. */
+  d->ptr = (uint8_t *)strndup(name, (size_t)(c1 - name));
+  if (!d->ptr) return fail(CTL_EXIT_USAGE, msg, msglen, "Out of memory.");
+  *a = pto_arg_slice((const char *)d->ptr, o, n);
+  return 0;
+}
+
 /* One argument word into a[0] (and its owned bytes into d). */
 static int parse_arg(const char *w, pto_dispatch_arg_t *a, ctl_data_t *d, char *msg,
                      size_t msglen) {
   int64_t i;
   double f;
   int rc;
-  if (strncmp(w, "buf:", 4) == 0) {
-    const char *name = w + 4, *c1 = strchr(name, ':');
-    if (!c1) {
-      if (!*name) return fail(CTL_EXIT_USAGE, msg, msglen, "'buf:' needs a buffer name.");
-      *a = pto_arg_buffer(name);
-      return 0;
-    }
-    {
-      const char *c2 = strchr(c1 + 1, ':');
-      char off[64];
-      uint64_t o, n;
-      if (!c2 || c1 == name || (size_t)(c2 - c1 - 1) >= sizeof(off))
-        return fail(CTL_EXIT_USAGE, msg, msglen, "'%s' must be buf:NAME or buf:NAME:OFFSET:BYTES.",
-                    w);
-      snprintf(off, sizeof(off), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
-      rc = ctl_parse_size("The offset", off, &o, msg, msglen);
-      if (rc == 0) rc = ctl_parse_size("The byte count", c2 + 1, &n, msg, msglen);
-      if (rc < 0) return rc;
-      if (n == 0)
-        return fail(CTL_EXIT_USAGE, msg, msglen, "The slice '%s' must have at least one byte.", w);
-      /* The name is the word up to the first ':'; keep it NUL-terminated. */
-      d->ptr = (uint8_t *)strndup(name, (size_t)(c1 - name));
-      if (!d->ptr) return fail(CTL_EXIT_USAGE, msg, msglen, "Out of memory.");
-      *a = pto_arg_slice((const char *)d->ptr, o, n);
-      return 0;
-    }
-  }
+  if (strncmp(w, "buf:", 4) == 0) return parse_buffer_arg(w, a, d, msg, msglen);
   if (strncmp(w, "out:", 4) == 0) {
     uint64_t n;
     rc = ctl_parse_size("The output size", w + 4, &n, msg, msglen);
