@@ -122,7 +122,13 @@ class PendingDispatches(DaemonTest):
         device, reading nothing: the daemon's RSS grows by about what status
         counts as client input, and 5 s after they leave it is back within
         32 MiB of where it was."""
-        d = self.daemon(config={"daemon": {"queue_depth": "65536"}}, env=rss_env())
+        # Room for every attacker (beyond max_clients, connect() waits in
+        # the backlog, and a full backlog refuses with EAGAIN: at scale 8,
+        # 256 attackers and the honest clients).
+        total = self.CONNECTIONS * self.EACH
+        d = self.daemon(config={"daemon": {"queue_depth": str(max(65536, total)),
+                                           "max_clients": str(self.CONNECTIONS + 8)}},
+                        env=rss_env())
         honest = HonestPinger(d).start()
         base = d.status()["client_memory"]["input"]
         rest = vmrss_kib(d.pid)
