@@ -96,26 +96,21 @@ class PendingDispatches(DaemonTest):
         took longer than it (a sanitizer build on a loaded machine), the
         attack is run again behind a hold four times longer: the
         measurement is always taken with everything queued."""
-        hold_s = 10
-        while True:
-            with d.client() as holder:
-                ran = d.status()["dispatches"]["ok"]
-                hold_device(d, holder, task_us=hold_s * 1000000)
-                sockets = [pipeline(d.socket, "dispatch", noop(), self.EACH)[0]
-                           for _ in range(self.CONNECTIONS)]
-                try:
-                    status = wait_until(
-                        lambda: (lambda s: s if s["queue"]["depth"] >= total or
-                                 s["dispatches"]["ok"] > ran else None)(d.status()),
-                        what="every dispatch to be queued, or the hold to end")
-                    if status["dispatches"]["ok"] == ran:
-                        yield sockets
-                        return
-                finally:
-                    for s in sockets:
-                        s.close()
+        for hold in holds(d, task_us=10000000):
+            sockets = [pipeline(d.socket, "dispatch", noop(), self.EACH)[0]
+                       for _ in range(self.CONNECTIONS)]
+            try:
+                wait_until(lambda: (lambda s: s["queue"]["depth"] >= total or
+                                    s["dispatches"]["ok"] > hold.ran)(d.status()),
+                           what="every dispatch to be queued, or the hold to end")
+                if hold.lasted():
+                    yield sockets
+                    return
+            finally:
+                for s in sockets:
+                    s.close()
+                hold.client.close()
             wait_until(lambda: d.status()["queue"]["depth"] == 0, what="the queue to empty")
-            hold_s *= 4
 
     def test_pending_requests_cost_what_is_counted_and_go_back(self):
         """32 connections pipeline 1024 no-op dispatches each behind a held

@@ -487,16 +487,20 @@ HOLD_US = 2000000
 NOOP_MAX_TASK_US = 10000000
 
 
-def hold_device(daemon, client, task_us=HOLD_US):
-    """Send a long noop on client and wait until the device runs it.
-    Returns its msgid.  A hold longer than one noop task is several rounds
-    of tasks, one for each thread that runs tasks in each round: every core,
-    and the orchestrating thread, which runs tasks while it waits (so the
-    hold lasts at least task_us)."""
+def hold_params(daemon, task_us):
+    """The params of a noop that holds the device for task_us at least: a
+    hold longer than one noop task is several rounds of tasks, one for each
+    thread that runs tasks in each round (every core, and the orchestrating
+    thread, which runs tasks while it waits)."""
     rounds = -(-int(task_us) // NOOP_MAX_TASK_US)
     workers = int(daemon.sections["device"].get("cores", "1")) + 1
-    msgid = client.send("dispatch", noop(tasks=rounds * workers if rounds > 1 else 1,
-                                         task_us=int(task_us) // rounds))
+    return noop(tasks=rounds * workers if rounds > 1 else 1, task_us=int(task_us) // rounds)
+
+
+def hold_device(daemon, client, task_us=HOLD_US):
+    """Send a long noop on client and wait until the device runs it.
+    Returns its msgid.  The hold lasts at least task_us (hold_params)."""
+    msgid = client.send("dispatch", hold_params(daemon, task_us))
     wait_until(lambda: daemon.status()["queue"]["running"] == 1, what="the hold to run")
     return msgid
 

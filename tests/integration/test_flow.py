@@ -193,11 +193,9 @@ class Memory(harness.DaemonTest):
         payload = bytes(MIB)
         stream = b"".join(request(i, "buffer.write", {"name": "w", "data": payload})
                           for i in range(1, 41))
-        hold_s = 10
-        with d.client() as c, d.client() as watcher:
+        with d.client() as c:
             c.call("buffer.alloc", {"name": "w", "bytes": MIB})
-            while True:
-                hold = hold_device(d, watcher, task_us=hold_s * 1000000)
+            for hold in harness.holds(d, task_us=10000000):
                 c.sock.setblocking(False)
                 sent, stalled_since = 0, time.monotonic()
                 # Until the daemon has taken nothing for half a second.
@@ -207,22 +205,18 @@ class Memory(harness.DaemonTest):
                         stalled_since = time.monotonic()
                     except BlockingIOError:
                         time.sleep(0.01)
-                status = watcher.call("status")
-                held_throughout = status["queue"]["running"] == 1
+                held_throughout = hold.lasted()
                 if held_throughout:
                     self.assertLess(sent, len(stream),
                                     "the daemon read everything while the device was held")
-                    self.assertLessEqual(status["client_memory"]["input"], 4 * MIB + 4 * MIB)
-                watcher.result(hold)
+                    self.assertLessEqual(d.status()["client_memory"]["input"], 4 * MIB + 4 * MIB)
+                hold.end()
                 c.sock.setblocking(True)
                 c.send_raw(stream[sent:])
                 for i in range(1, 41):
                     self.assertEqual(c.result(i), {"bytes": MIB})
                 if held_throughout:
                     return
-                # The hold ended before the writes stalled (a loaded
-                # machine): again, behind a hold four times longer.
-                hold_s *= 4
 
 
 class NoLostAnswers(harness.DaemonTest):

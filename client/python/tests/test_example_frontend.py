@@ -170,10 +170,7 @@ class FrontendTest(unittest.TestCase):
     def hold_params(self, hold_us):
         """A noop that holds the device for hold_us at least (as
         harness.hold_device sends it)."""
-        rounds = -(-hold_us // harness.NOOP_MAX_TASK_US)
-        workers = int(self.d.sections["device"].get("cores", "1")) + 1
-        return harness.noop(tasks=rounds * workers if rounds > 1 else 1,
-                            task_us=hold_us // rounds)
+        return harness.hold_params(self.d, hold_us)
 
     @staticmethod
     def cancelled(status):
