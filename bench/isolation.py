@@ -21,6 +21,10 @@ target the figures speak to with "met" or "missed":
                                             (honest_errors, honest_p99_ms)
   cpu         daemon CPU <= 5 % (fd exhaustion)               (cpu_pct)
   log         <= 1 log line per second per cause  (log_lines_per_s)
+  log burst   client-caused lines (all clients, one budget) <= the
+              limiter's burst per window started during the flood
+              (log_lines, log_windows, log_burst: 50 per 10 s, as
+              journald's RateLimitBurst/RateLimitIntervalSec do it)
 
 A target whose figures an attack does not report is left out of its table;
 an attack that reports none of them is listed as such.  A module that fails
@@ -92,6 +96,9 @@ def targets(f):
         out.append(("cpu", f["cpu_pct"], "%", 5, f["cpu_pct"] <= 5))
     if has("log_lines_per_s"):
         out.append(("log", f["log_lines_per_s"], "lines/s", 1, f["log_lines_per_s"] <= 1))
+    if has("log_lines", "log_windows", "log_burst"):
+        limit = f["log_burst"] * f["log_windows"]
+        out.append(("log_burst", f["log_lines"], "lines", limit, f["log_lines"] <= limit))
     return out
 
 

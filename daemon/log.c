@@ -53,12 +53,16 @@ void log_msg(int level, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* The client-caused lines' window: its start (seconds, CLOCK_MONOTONIC),
- * the lines logged in it and the lines dropped. */
+/* The client-caused lines' window: its start (ns, CLOCK_MONOTONIC), the
+ * lines logged in it and the lines dropped. A window lasts exactly
+ * LOG_CLIENT_INTERVAL_S from its first line: a start rounded down to the
+ * second made some windows shorter, letting BURST + n lines through in
+ * less than one interval. */
 static pthread_mutex_t client_lock = PTHREAD_MUTEX_INITIALIZER;
 /* One budget for debug lines, one for the others (log_client). */
 static struct client_budget {
-  uint64_t window_s;
+  uint64_t window_ns;
+  bool started;
   unsigned lines;
   unsigned long long dropped;
 } client_budget[2];
@@ -68,15 +72,18 @@ void log_client(int level, const char *fmt, ...) {
   struct timespec ts;
   struct client_budget *b = &client_budget[level >= LOG_DEBUG];
   unsigned long long dropped = 0;
+  uint64_t now;
   bool show;
   va_list ap;
 
   if (level > atomic_load(&log_level)) return;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   pthread_mutex_lock(&client_lock);
-  if ((uint64_t)ts.tv_sec >= b->window_s + LOG_CLIENT_INTERVAL_S) {
+  if (!b->started || now - b->window_ns >= (uint64_t)LOG_CLIENT_INTERVAL_S * 1000000000u) {
     dropped = b->dropped;
-    b->window_s = (uint64_t)ts.tv_sec;
+    b->started = true;
+    b->window_ns = now;
     b->lines = 0;
     b->dropped = 0;
   }
