@@ -14,7 +14,6 @@ import collections
 import math
 import select
 import socket
-import struct
 import threading
 import time
 from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
@@ -32,8 +31,6 @@ __all__ = ["Connection"]
 _RECV_SIZE = 256 << 10     # what one read takes; a Unix socket rarely holds more
 _MSGID_MAX = (1 << 32) - 1
 _IOV_MAX = 64                # buffers per sendmsg, well under Linux's 1024
-_SEND_FLAGS = socket.MSG_NOSIGNAL | socket.MSG_DONTWAIT
-_RECV_LIMIT_MIN = 1e-6       # SO_RCVTIMEO's resolution; 0 would mean no limit
 
 
 def _left(deadline):
@@ -83,8 +80,9 @@ class Connection:
         self._inbox: List[Any] = []  # messages read, not yet handled (the read role's)
         self._rbuf = bytearray(_RECV_SIZE)
         self._rview = memoryview(self._rbuf)
-        self._recv_limit = 0.0  # the socket's SO_RCVTIMEO in seconds (0: none); the read role's
         self._sock = self._connect(connect_timeout)
+        self._poller = select.poll()  # the read role's, on the socket for POLLIN
+        self._poller.register(self._sock.fileno(), select.POLLIN)
 
 
     # ---- connection -----------------------------------------------------
@@ -98,10 +96,7 @@ class Connection:
         except OSError as exc:  # socket.timeout is TimeoutError
             sock.close()
             raise connect_failed(exc, self.socket_path, limit) from None
-        # Blocking: the read role waits in recv itself (one system call
-        # where poll + recv were two, after idle); every other call says
-        # MSG_DONTWAIT.
-        sock.setblocking(True)
+        sock.setblocking(False)
         return sock
 
     def close(self) -> None:
@@ -205,10 +200,10 @@ class Connection:
                     return  # the connection is gone; result() says why
                 try:
                     if len(parts) == 1 and (fd is None or off):
-                        sent = self._sock.send(parts[0], _SEND_FLAGS)
+                        sent = self._sock.send(parts[0], socket.MSG_NOSIGNAL)
                     else:
                         ancillary = fd_ancillary(fd) if fd is not None and off == 0 else []
-                        sent = self._sock.sendmsg(parts[:_IOV_MAX], ancillary, _SEND_FLAGS)
+                        sent = self._sock.sendmsg(parts[:_IOV_MAX], ancillary, socket.MSG_NOSIGNAL)
                     off += sent
                     if off < total:
                         parts = advance(parts, sent)
@@ -406,16 +401,23 @@ class Connection:
         ("timeout"), or not at all ("empty" when there is none), read it,
         and put every message it completes into the inbox ("message";
         "again" when none, or when the wait ended early); a broken stream
-        fails the connection ("failed").  close() meanwhile shuts the
-        socket down, which ends a wait in recv."""
-        flags = 0
-        if not wait:
-            flags = socket.MSG_DONTWAIT
-        elif not self._limit_recv(deadline):
-            return "timeout"
+        fails the connection ("failed")."""
+        if wait:
+            ms = None
+            if deadline is not None:
+                ms = (deadline - time.monotonic()) * 1000  # poll() rounds it up
+                if ms <= 0:
+                    return "timeout"
+            # A socket closed meanwhile (close()) shows as POLLNVAL, then
+            # fails recv_into.
+            try:
+                if not self._poller.poll(ms):
+                    return "again"  # timed out, or woken early: the caller looks again
+            except InterruptedError:
+                return "again"
         target = self._reader.target()  # a large answer's bytes go straight to their place
         try:
-            n = self._sock.recv_into(self._rbuf if target is None else target, 0, flags)
+            n = self._sock.recv_into(self._rbuf if target is None else target)
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
@@ -436,33 +438,6 @@ class Connection:
             self._fail_read(exc)
             return "failed"
         return "message" if got else "again"
-
-    def _limit_recv(self, deadline):
-        """Make a blocking recv end by the deadline; False when it has
-        passed.  SO_RCVTIMEO is set only when the one in place could wait
-        past the deadline or ends far short of it (a system call per
-        change), to 0.9 of the time left: a wait that ends early is looked
-        at again ("again")."""
-        if deadline is None:
-            if self._recv_limit:
-                self._set_recv_limit(0.0)
-            return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        limit = self._recv_limit
-        if not limit or limit > left or limit < left / 2:
-            self._set_recv_limit(max(_RECV_LIMIT_MIN, 0.9 * left))
-        return True
-
-    def _set_recv_limit(self, seconds):
-        whole = int(seconds)
-        value = struct.pack("@ll", whole, int((seconds - whole) * 1e6))
-        try:
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-        except OSError:
-            return  # closed meanwhile: the recv says so
-        self._recv_limit = seconds
 
     def _handle(self, msg):
         """One message off the wire (lock held)."""
