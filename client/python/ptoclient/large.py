@@ -3,20 +3,20 @@
 
 A message that is still incomplete after LARGE_FROM bytes is taken out of
 msgpack's Unpacker and assembled here: its headers are walked as they come,
-every byte string (bin) of bin_min bytes (wire.BULK_MIN) or more is received straight into
-a bytearray of its own, and the rest of the message (its small part, where
-each such byte string is replaced by a placeholder ext) is unpacked by
-msgpack once the message is whole, the placeholders swapped back for the
-bytearrays.  So 64 MiB of outputs cost one copy (the kernel's, into the
-bytearray) and no msgpack buffer that grows by doubling.
+every byte string (bin) of bin_min bytes (wire.BULK_MIN) or more is
+received straight into a bytearray of its own, and the rest of the message
+(its small part, where each such byte string is replaced by a placeholder
+ext) is unpacked by msgpack once the message is whole, the placeholders
+swapped back for the bytearrays.  So 64 MiB of outputs cost one copy (the
+kernel's, into the bytearray) and no msgpack buffer that grows by doubling.
 
 Blocks: a fresh 64 MiB bytearray is 16,384 pages the kernel faults in one
 at a time, which costs far more than copying the bytes (10-20 us a page on
 a loaded virtual machine).  So the reader keeps the last BLOCKS_KEPT blocks
 it handed out (up to KEEP_MAX bytes each), and reuses one of the size
 needed once nothing but the reader refers to it any more: the caller has
-dropped the result it was in.  A block still referred to (by the result, a
-slice of it, a memoryview, a NumPy array over it) is never reused.
+dropped the result it was in.  A block still referred to (by the result,
+or a memoryview or NumPy array over it) is never reused.
 
 Threads: a LargeMessage and a BlockPool belong to their Reader, which is
 used by one thread at a time (the connection's read role).
