@@ -117,8 +117,9 @@ class Client(Connection):
                  deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
                  priority: Optional[int] = None,
                  request_id: Optional[str] = None) -> Dict[str, Any]:
-        """Run `program` once; returns the result map (outputs as bytes, one
-        entry per argument; arena, sizing with source, peaks, timing_us,
+        """Run `program` once; returns the result map (outputs as bytes, a
+        bytearray from wire.BULK_MIN bytes on (see the README), one entry
+        per argument; arena, sizing with source, peaks, timing_us,
         tasks; dfx when the config set a DFX flag, see ptoclient.dfx).
         config: a RunConfig, a dict (see RunConfig.from_dict), PyPTO's
         RunConfig (see RunConfig.from_pypto) or None; its platform and
@@ -167,7 +168,8 @@ class Client(Connection):
                     timeout: Optional[float] = None, into: Any = None, *,
                     priority: Optional[int] = None, request_id: Optional[str] = None) -> Any:
         """Read nbytes (default: to the end) from offset (default 0); returns
-        bytes.  into: a region slice (or Region) that the daemon copies the
+        bytes (a bytearray from wire.BULK_MIN bytes on, read in place).
+        into: a region slice (or Region) that the daemon copies the
         bytes into instead (nbytes defaults to its size); returns {bytes}."""
         params = buffer_read_params(self, name, offset, nbytes, into)
         serving_keys(params, priority, request_id)

@@ -415,18 +415,25 @@ class Connection:
                     return "again"  # timed out, or woken early: the caller looks again
             except InterruptedError:
                 return "again"
+        target = self._reader.target()  # a large answer's bytes go straight to their place
         try:
-            n = self._sock.recv_into(self._rbuf)
+            n = self._sock.recv_into(self._rbuf if target is None else target)
         except (BlockingIOError, InterruptedError):
             return "again" if wait else "empty"
         except OSError as exc:
             self._fail_read(lost_by_error(self.socket_path, exc))
             return "failed"
+        finally:
+            if target is not None:
+                target.release()  # the block is the answer's; no view of ours may outlive the read
         if not n:
             self._fail_read(lost_by_close(self.socket_path))
             return "failed"
         try:
-            got = self._reader.feed(self._rview[:n], self._inbox)
+            if target is None:
+                got = self._reader.feed(self._rview[:n], self._inbox)
+            else:
+                got = self._reader.filled(n, self._inbox)
         except ProtocolError as exc:
             self._fail_read(exc)
             return "failed"

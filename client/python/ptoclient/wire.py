@@ -18,11 +18,12 @@ says what one message is (an answer, a notification, the daemon's error
 notification, or something that is not msgpack-RPC).
 """
 
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import msgpack
 
 from .errors import ProtocolError, PtoError, error_from_wire
+from .large import LARGE_FROM, BlockPool, LargeMessage
 
 __all__ = ["BULK_MIN", "pack_request", "pack_request_parts", "pack_notification", "advance",
            "Reader", "classify", "ANSWER", "NOTIFICATION", "FAILURE"]
@@ -105,18 +106,75 @@ _UNSET = object()
 
 
 class Reader:
-    """Whole messages out of the bytes of one connection, as they come."""
+    """Whole messages out of the bytes of one connection, as they come.
+
+    Small messages go through msgpack's Unpacker.  A message still
+    incomplete after LARGE_FROM bytes is assembled by ptoclient.large
+    instead, and its byte strings of BULK_MIN bytes or more come out as
+    bytearrays received in place (reused once the caller has dropped
+    them); so that the type does not depend on how the bytes arrived, such
+    byte strings are bytearrays in every message."""
 
     def __init__(self, where: str) -> None:
         self.where = where  # "ptod at PATH", for the errors
-        self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
+        self._unpacker = self._new_unpacker()
         self._fed = 0  # bytes fed: all used when its tell() says as much
+        self._at = 0  # tell() at the start of the message being unpacked
+        self._partial = bytearray()  # the bytes of that message so far, under LARGE_FROM
+        self._large: Optional[LargeMessage] = None  # a large message being assembled
+        self._pool = BlockPool()
+
+    @staticmethod
+    def _new_unpacker():
+        return msgpack.Unpacker(raw=False, max_buffer_size=0, strict_map_key=False)
 
     def feed(self, data: Any, out: List[Any]) -> bool:
         """Append to out every message that data completes; True when it
         completed one.  Raises ProtocolError (after appending the messages
         before it) when the stream is not msgpack or an answer is larger
         than 4 GiB."""
+        got = False
+        while self._large is not None:
+            try:
+                whole, used = self._large.feed(data)
+            except ProtocolError as exc:
+                raise self._invalid(exc) from None
+            if not whole:
+                return got
+            got = self._end_large(out)
+            data = data[used:]
+            if not data:
+                return got
+        return self._unpack(data, out) or got
+
+    def target(self) -> Optional[memoryview]:
+        """Where the next bytes read should go (a memoryview to recv_into,
+        then filled()), or None: read anywhere and feed() them."""
+        return None if self._large is None else self._large.target()
+
+    def filled(self, n: int, out: List[Any]) -> bool:
+        """n bytes were read into target(); True when that completed a
+        message (appended to out)."""
+        try:
+            whole = self._large.filled(n)  # type: ignore[union-attr]
+        except ProtocolError as exc:
+            raise self._invalid(exc) from None
+        return whole and self._end_large(out)
+
+    def _end_large(self, out):
+        large = self._large
+        self._large = None
+        try:
+            out.append(large.message())  # type: ignore[union-attr]
+        except ProtocolError as exc:
+            raise self._invalid(exc) from None
+        return True
+
+    def _invalid(self, exc):
+        return ProtocolError("%s sent data that is not valid msgpack (%s); the connection was "
+                             "closed." % (self.where, exc))
+
+    def _unpack(self, data, out):
         unpacker = self._unpacker
         try:
             unpacker.feed(data)
@@ -129,14 +187,55 @@ class Reader:
             try:
                 msg = next(unpacker, _UNSET)
             except Exception as exc:  # malformed stream: msgpack raises several types
-                raise ProtocolError("%s sent data that is not valid msgpack (%s); the "
-                                    "connection was closed." % (self.where, exc)) from None
+                raise self._invalid(exc) from None
             if msg is _UNSET:
+                self._keep_partial(data)
                 return got
+            at = unpacker.tell()
+            if at - self._at >= BULK_MIN:
+                msg = _large_bins_in_blocks(msg, self._pool)
+            self._at = at
             out.append(msg)
             got = True
-            if unpacker.tell() == self._fed:
+            if at == self._fed:
+                self._partial.clear()
                 return got  # all it holds is used: asking again would raise StopIteration
+
+    def _keep_partial(self, data):
+        """Keep the bytes of the incomplete message; from LARGE_FROM on,
+        hand it to a LargeMessage."""
+        partial = self._fed - self._at
+        if partial <= len(data):
+            self._partial[:] = data[len(data) - partial:]
+        else:
+            self._partial += data
+        if partial < LARGE_FROM:
+            return
+        self._large = LargeMessage(self._pool, BULK_MIN)
+        self._unpacker = self._new_unpacker()
+        self._fed = self._at = 0
+        head = self._partial
+        self._partial = bytearray()
+        try:
+            whole, _ = self._large.feed(head)  # incomplete: the unpacker said so
+        except ProtocolError as exc:
+            raise self._invalid(exc) from None
+        assert not whole
+
+
+def _large_bins_in_blocks(obj, pool):
+    """obj with its byte strings of BULK_MIN bytes or more as bytearrays
+    (a message that the Unpacker completed, as a LargeMessage gives it)."""
+    kind = type(obj)
+    if kind is bytes and len(obj) >= BULK_MIN:
+        block = pool.take(len(obj))
+        block[:] = obj
+        return block
+    if kind is list:
+        return [_large_bins_in_blocks(value, pool) for value in obj]
+    if kind is dict:
+        return {key: _large_bins_in_blocks(value, pool) for key, value in obj.items()}
+    return obj
 
 
 ANSWER, NOTIFICATION, FAILURE = 1, 2, 3

@@ -155,6 +155,31 @@ class Basics(DaemonCase):
         with self.assertRaises(NotFound):
             c.buffer_read("w")
 
+    def test_large_answers_received_in_place(self):
+        # 4 MiB answers are assembled in place (ptoclient.large): the bytes
+        # are the buffer's, as a bytearray; one the caller still holds is
+        # never overwritten by the next answer, and a small answer in
+        # between (pipelined behind a large one) is still its own.
+        d = self.daemon()
+        c = self.client(d)
+        size = 4 << 20
+        data = bytes(random.Random(7).getrandbits(8) for _ in range(4096)) * (size // 4096)
+        c.buffer_alloc("big", init=data)
+        first = c.buffer_read("big")
+        self.assertIs(type(first), bytearray)
+        self.assertEqual(first, data)
+        c.buffer_write("big", b"\x01" * 16)
+        ids = [c.send("buffer.read", {"name": "big"}), c.send("ping"),
+               c.send("buffer.read", {"name": "big", "offset": 8, "bytes": 16})]
+        second, ping, small = c.gather(ids)
+        self.assertEqual(second[:16], b"\x01" * 16)
+        self.assertEqual(second[16:], data[16:])
+        self.assertEqual(first, data)  # still the first read's bytes
+        self.assertIn("version", ping)
+        self.assertEqual(small, b"\x01" * 8 + data[16:24])
+        del first, second
+        self.assertEqual(c.buffer_read("big", offset=size - 4096), data[-4096:])
+
 
 class Sizing(DaemonCase):
     """Per-dispatch ring sizing reaches the daemon and shows in the result."""

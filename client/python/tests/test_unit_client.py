@@ -419,6 +419,45 @@ class Timeouts(Base):
         with self.assertRaises(ValueError):
             c.result(msgid)  # abandoned
 
+    def in_thread(self, call):
+        """Run call() in a thread; what it returned or raised, or None when
+        it was still waiting after 30 s (a hang: the test fails)."""
+        got = []
+
+        def run():
+            try:
+                got.append(call())
+            except Exception as exc:  # noqa: BLE001  what the test looks at
+                got.append(exc)
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join(30)
+        return got[0] if got else None
+
+    def test_short_timeout_after_long_ones(self):
+        # The read waits in recv under SO_RCVTIMEO, which is left in place
+        # between calls; a call with a shorter timeout than the one in
+        # place must still end at its own.
+        s = self.server(handler=lambda conn, msgid, method, params: (
+            None if method == "dispatch" else conn.respond(msgid, ok_result(method, params))))
+        c = self.client(s, timeout=300)
+        c.ping()
+        c.ping(timeout=math.inf)
+        c.ping()
+        self.assertIsInstance(self.in_thread(lambda: c.dispatch("noop", [1], timeout=0.2)),
+                              CallTimeout)
+        self.assertEqual(c.ping(), ok_result("ping", None))
+
+    def test_close_ends_a_call_waiting_for_its_answer(self):
+        sent = threading.Event()
+        s = self.server(handler=lambda *a: sent.set())  # never answers
+        c = self.client(s, timeout=math.inf)
+        threading.Timer(0, lambda: (sent.wait(30), c.close())).start()
+        got = self.in_thread(lambda: c.dispatch("noop", [1]))
+        self.assertIsInstance(got, ConnectionLost)
+        self.assertIn("closed its connection", str(got))
+
     def test_client_default_timeout(self):
         s = self.server(handler=lambda *a: None)
         c = self.client(s, timeout=0.1)
