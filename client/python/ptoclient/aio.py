@@ -137,7 +137,7 @@ class AsyncClient(Channel):
                        request_id: Optional[str] = None) -> Dict[str, Any]:
         """Run program once (as Client.dispatch); priority and request_id
         as in the module docstring."""
-        deadline = self._deadline(timeout)
+        deadline = deadline_at(self.timeout if timeout is None else timeout)
         if config is None:  # nothing to check first: the common case, one coroutine less
             params, largest = dispatch_params(program, args, None, deadline_ms, self, priority,
                                               request_id)

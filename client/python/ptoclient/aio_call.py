@@ -36,6 +36,10 @@ class Call:
     """One request (or notification: never awaited) on its way: queued
     until written whole, pending until answered, and its answer."""
 
+    parts: List[Any]
+    _value: Any
+    _context: Any
+
     __slots__ = ("msgid", "method", "params", "bulk", "fd", "parts", "off", "total", "written",
                  "deadline", "given_up", "_channel", "_asyncio_future_blocking",
                  "_state", "_value", "_wakeup", "_context")
@@ -47,7 +51,7 @@ class Call:
         self.params = params
         self.bulk = bulk
         self.fd = fd                  # passed with the first byte (SCM_RIGHTS)
-        self.parts: List[Any] = []    # what is left to write, once packed
+        # parts: what is left to write, set once packed
         self.off = 0                  # bytes written
         self.total = 0                # bytes of the message; 0 until packed
         self.written: Optional[asyncio.Future] = None  # set when it leaves the queue
@@ -55,10 +59,9 @@ class Call:
         self.given_up = False         # cancelled, or its timeout expired
         self._channel = channel
         self._asyncio_future_blocking = False  # asyncio's: True while yielded to a Task
-        self._state = _PENDING
-        self._value: Any = None       # the result, or the exception to raise
+        self._state = _PENDING        # and _value: the result, or the exception to raise
         self._wakeup: Any = None      # the awaiting task's callback, until it is called
-        self._context: Any = None     # the contextvars.Context to call it in
+        # (and _context: the contextvars.Context to call it in)
 
     # ---- the answer ---------------------------------------------------------
 

@@ -32,6 +32,7 @@ __all__ = ["Channel"]
 _RECV_SIZE = 256 << 10
 _IOV_MAX = 64             # buffers per sendmsg, well under Linux's 1024
 _BATCH_BYTES = 64 << 10   # small messages written together, at most
+_NOSIGNAL = socket.MSG_NOSIGNAL
 
 def _set(future, result=None, exc=None):
     if future is not None and not future.done():
@@ -149,16 +150,40 @@ class Channel:
 
     def _enqueue(self, call: Call) -> None:
         queue = self._queue
-        queue.append(call)
-        if len(queue) == 1 and not self._flush_soon:
-            if len(self._pending) > 1:
-                # Other calls are in flight, so tasks woken by their answers
-                # are likely making requests in this same loop step: write
-                # them together at its end, in one system call.
-                self._flush_soon = True
-                self._loop.call_soon(self._flush_batch)
-            else:
-                self._flush()
+        if queue or self._flush_soon:
+            queue.append(call)  # written after the calls before it
+        elif len(self._pending) > 1:
+            # Other calls are in flight, so tasks woken by their answers
+            # are likely making requests in this same loop step: write
+            # them together at its end, in one system call.
+            queue.append(call)
+            self._flush_soon = True
+            self._loop.call_soon(self._flush_batch)
+        elif call.total or call.bulk or call.fd is not None:
+            queue.append(call)
+            self._flush()
+        else:
+            self._write_alone(call)
+
+    def _write_alone(self, call: Call) -> None:
+        """Write a small request that nothing is queued before (the case
+        of requests made one at a time): packed and sent here, queued only
+        for what the socket did not take (or when packing or the socket
+        failed: _flush finds the failure again and handles it)."""
+        sent = 0
+        if self._pack(call) is None:
+            try:
+                sent = self._sock.send(call.parts[0], _NOSIGNAL)
+            except OSError:
+                pass
+            if sent == call.total:
+                call.off = sent
+                call.parts = []
+                return
+        self._queue.append(call)
+        if sent:
+            self._written(sent)
+        self._flush()
 
     def _flush_batch(self) -> None:
         self._flush_soon = False
@@ -215,13 +240,13 @@ class Channel:
             try:
                 if call.fd is not None and not call.off:
                     sent = sock.sendmsg(parts[:_IOV_MAX], fd_ancillary(call.fd),
-                                        socket.MSG_NOSIGNAL)
+                                        _NOSIGNAL)
                 elif len(queue) > 1 and not call.bulk:
-                    sent = sock.sendmsg(self._batch(), [], socket.MSG_NOSIGNAL)
+                    sent = sock.sendmsg(self._batch(), [], _NOSIGNAL)
                 elif len(parts) == 1:
-                    sent = sock.send(parts[0], socket.MSG_NOSIGNAL)
+                    sent = sock.send(parts[0], _NOSIGNAL)
                 else:
-                    sent = sock.sendmsg(parts[:_IOV_MAX], [], socket.MSG_NOSIGNAL)
+                    sent = sock.sendmsg(parts[:_IOV_MAX], [], _NOSIGNAL)
             except (BlockingIOError, InterruptedError):
                 self._want_write(True)
                 return
@@ -285,8 +310,9 @@ class Channel:
         try:
             while answered:
                 answered.popleft().wake_now()
-        finally:  # a step raised (KeyboardInterrupt, SystemExit): the others still wake
-            self._wake_answered_soon()
+        except BaseException:  # a step raised (KeyboardInterrupt, SystemExit)
+            self._wake_answered_soon()  # the others still wake
+            raise
 
     def _wake_answered_soon(self) -> None:
         answered = self._answered
