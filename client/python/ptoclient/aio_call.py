@@ -41,7 +41,7 @@ class Call:
     _context: Any
 
     __slots__ = ("msgid", "method", "params", "bulk", "fd", "parts", "off", "total", "written",
-                 "deadline", "given_up", "_channel", "_asyncio_future_blocking",
+                 "deadline", "given_up", "_channel", "_loop", "_asyncio_future_blocking",
                  "_state", "_value", "_wakeup", "_context")
 
     def __init__(self, channel: "Channel", msgid: Any, method: str, params: Any, bulk: bool,
@@ -58,6 +58,7 @@ class Call:
         self.deadline = math.inf      # when it expires (time.monotonic), while it can
         self.given_up = False         # cancelled, or its timeout expired
         self._channel = channel
+        self._loop = channel._loop    # read by Task (no get_loop(): one call less)
         self._asyncio_future_blocking = False  # asyncio's: True while yielded to a Task
         self._state = _PENDING        # and _value: the result, or the exception to raise
         self._wakeup: Any = None      # the awaiting task's callback, until it is called
@@ -96,9 +97,6 @@ class Call:
         raise self._value
 
     # ---- what asyncio.Task uses -----------------------------------------------
-
-    def get_loop(self) -> asyncio.AbstractEventLoop:
-        return self._channel._loop
 
     def add_done_callback(self, fn: Any, *, context: Any = None) -> None:
         """Wake the awaiting task with fn when the answer is set."""
@@ -139,7 +137,7 @@ class Call:
         fn = self._wakeup
         if fn is not None:
             self._wakeup = None
-            self._channel._loop.call_soon(fn, self, context=self._context)
+            self._loop.call_soon(fn, self, context=self._context)
 
     def wake_now(self) -> None:
         """Run the awaiting task's next step now, once the answer is set.
