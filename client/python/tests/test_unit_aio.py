@@ -256,6 +256,28 @@ class Cancellation(AioBase):
 
         self.run_async(main())
 
+    def test_a_deadline_after_a_sooner_one_given_up_still_expires(self):
+        held = []
+        s = self.server(handler=holding(held))
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                first = asyncio.ensure_future(dev.dispatch("noop", [0], timeout=0.3))
+                await asyncio.sleep(0)  # its request is written
+                first.cancel()
+                with self.assertRaises((asyncio.CancelledError, CallTimeout)):
+                    await first
+                # The deadline timer is still armed for the first call's
+                # deadline: firing, it finds nothing due and arms itself
+                # for this later one.
+                with self.assertRaises(CallTimeout):
+                    await dev.dispatch("noop", [1], timeout=0.6)
+                await self.wait_until("two cancels", lambda: len(s.notes) == 2)
+                self.assertEqual([p[0]["msgid"] for _, p in s.notes], [held[0][1], held[1][1]])
+                self.assertEqual(dev._pending, {})
+
+        self.run_async(main())
+
     def test_cancelled_maps_to_its_exception(self):
         held = []
 
