@@ -20,7 +20,10 @@ while others are in flight go out together in one system call.  A request
 waits for the socket when it is full (packed only when it is written: the
 bytes held are those of the message being written, or of up to 64 KiB of
 small ones written together), and answers keep being read meanwhile.  A
-connection belongs to the event loop it was opened on.
+connection belongs to the event loop it was opened on.  An answer resumes
+the task awaiting it in the loop pass that read it (its next step runs in
+the connection's reader callback: see ptoclient.aio_call), not a pass
+later as an asyncio.Future would.
 
 Cancellation.  Cancelling a task that awaits a call (task.cancel(),
 asyncio.wait_for, a TaskGroup failing) sends the daemon protocol 1.2's

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The connection under ptoclient.aio's AsyncClient: one socket driven by
 the event loop's reader and writer callbacks, a queue of whole messages
-to write, one reader handing answers to per-msgid futures, deadlines, and
-cancellation (see ptoclient.aio for what a caller sees).
+to write, one reader handing each answer to the Call awaiting it (and
+resuming the awaiting task in its own loop pass: ptoclient.aio_call),
+deadlines, and cancellation (see ptoclient.aio for what a caller sees).
 
 Owned by the event loop thread of the loop it was opened on; nothing here
 is for other threads.  Everything is in Channel's own state, written only
-by its methods; AsyncClient adds the protocol's methods on top.
+by its methods (a Call's answer by the Call's methods, which Channel and
+asyncio.Task call); AsyncClient adds the protocol's methods on top.
 """
 
 import asyncio
