@@ -6,8 +6,10 @@ in flight, writes that wait for a full socket, the CANCELLED error, and
 priority / request_id checked before anything is sent."""
 
 import asyncio
+import collections
 import os
 import random
+import socket
 import sys
 import threading
 import unittest
@@ -427,6 +429,24 @@ class FullSocket(AioBase):
                          list(range(50)))  # 99 never reached the server
         self.assertEqual(s.notes, [])
 
+
+    def test_a_request_made_alone_that_the_socket_takes_in_part_is_finished_later(self):
+        gate = threading.Event()
+        s = self.server(on_connect=lambda conn: gate.wait(T) or True)
+        data = b"\x33" * (100 << 10)  # inline (under BULK_MIN), more than the buffer below
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                dev._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+                call = asyncio.ensure_future(dev.dispatch("noop", [Data(data)]))
+                await self.wait_until("the socket fills", lambda: dev._wants_write)
+                self.assertEqual(len(dev._queue), 1)  # the rest of it, waiting for room
+                gate.set()
+                self.assertEqual((await call)["echo"]["args"][0]["data"], data)
+                self.assertFalse(dev._wants_write)
+                self.assertEqual(dev._queue, collections.deque())
+
+        self.run_async(main())
 
     def test_a_request_written_in_part_at_its_timeout_is_finished_then_cancelled(self):
         gate = threading.Event()
