@@ -2,13 +2,15 @@
 /* bench_aio — the asyncio Python client (ptoclient.aio) against the
  * blocking one (ptoclient.Client), same daemon, same repetition:
  *   b2b       noop(1) back to back: `await dev.dispatch(...)` vs
- *             `c.dispatch(...)`, p50 of each loop
+ *             `c.dispatch(...)`, in alternating blocks of 250 calls on two
+ *             connections of one process (so a change of the machine's
+ *             load falls on both alike), p50 of each client's calls
  *   window64  noop(1) throughput with 64 in flight on one connection: 64
  *             tasks each awaiting dispatches vs the blocking client's
  *             send_dispatch pipeline (64 sent ahead, one collected per send)
- * One Python process per repetition runs all four loops, in an order that
- * turns every repetition; its start-up is not timed.  Figures are medians
- * over the repetitions, and the ratios are taken per repetition. */
+ * One Python process per repetition runs both, in an order that turns
+ * every repetition; its start-up is not timed.  Figures are medians over
+ * the repetitions, and the ratios are taken per repetition. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,17 +26,29 @@ static const char python_script[] =
     "import ptoclient.aio\n"
     "from ptoclient import Client\n"
     "sock, n, warm, total, first = sys.argv[1], *map(int, sys.argv[2:6])\n"
-    "W = 64\n"
+    "W, B = 64, 250\n"
     "def p50(t):\n"
-    "    t = sorted(t[warm:])\n"
+    "    t = sorted(t)\n"
     "    return t[(len(t) + 1) // 2 - 1]\n"
-    "def blocking_b2b(c):\n"
-    "    t = []\n"
-    "    for _ in range(warm + n):\n"
+    "def blocking_block(c, t):\n"
+    "    for _ in range(B):\n"
     "        t0 = time.perf_counter()\n"
     "        c.dispatch('noop', [1])\n"
     "        t.append((time.perf_counter() - t0) * 1e6)\n"
-    "    return p50(t)\n"
+    "async def aio_block(dev, t):\n"
+    "    for _ in range(B):\n"
+    "        t0 = time.perf_counter()\n"
+    "        await dev.dispatch('noop', [1])\n"
+    "        t.append((time.perf_counter() - t0) * 1e6)\n"
+    "async def b2b(c, dev):\n"
+    "    tb, ta = [], []\n"
+    "    for k in range(-(-(warm + n) // B)):\n"
+    "        if (k + first) % 2 == 0:\n"
+    "            blocking_block(c, tb)\n"
+    "        await aio_block(dev, ta)\n"
+    "        if (k + first) % 2 == 1:\n"
+    "            blocking_block(c, tb)\n"
+    "    return p50(tb[warm:]), p50(ta[warm:])\n"
     "def blocking_window(c):\n"
     "    ids = [c.send_dispatch('noop', [1]) for _ in range(W)]\n"
     "    t0 = time.perf_counter()\n"
@@ -44,13 +58,6 @@ static const char python_script[] =
     "    rate = total / (time.perf_counter() - t0)\n"
     "    c.gather(ids)\n"
     "    return rate\n"
-    "async def aio_b2b(dev):\n"
-    "    t = []\n"
-    "    for _ in range(warm + n):\n"
-    "        t0 = time.perf_counter()\n"
-    "        await dev.dispatch('noop', [1])\n"
-    "        t.append((time.perf_counter() - t0) * 1e6)\n"
-    "    return p50(t)\n"
     "async def aio_window(dev):\n"
     "    left = [total]\n"
     "    async def worker():\n"
@@ -61,20 +68,19 @@ static const char python_script[] =
     "    t0 = time.perf_counter()\n"
     "    await asyncio.gather(*(worker() for _ in range(W)))\n"
     "    return total / (time.perf_counter() - t0)\n"
-    "async def aio_all(order):\n"
-    "    out = {}\n"
-    "    async with ptoclient.aio.connect(sock, timeout=30) as dev:\n"
-    "        for k in order:\n"
-    "            out[k] = await (aio_b2b(dev) if k == 1 else aio_window(dev))\n"
-    "    return out\n"
-    "fig = {}\n"
-    "for side in ((0, 1) if first % 2 == 0 else (1, 0)):\n"
-    "    if side == 0:\n"
-    "        with Client(sock, timeout=30) as c:\n"
-    "            fig[0], fig[2] = blocking_b2b(c), blocking_window(c)\n"
-    "    else:\n"
-    "        got = asyncio.run(aio_all((1, 3) if first < 2 else (3, 1)))\n"
-    "        fig[1], fig[3] = got[1], got[3]\n"
+    "async def main():\n"
+    "    fig = {}\n"
+    "    with Client(sock, timeout=30) as c:\n"
+    "        async with ptoclient.aio.connect(sock, timeout=30) as dev:\n"
+    "            for k in ((0, 1) if first < 2 else (1, 0)):\n"
+    "                if k == 0:\n"
+    "                    fig[0], fig[1] = await b2b(c, dev)\n"
+    "                elif first % 2 == 0:\n"
+    "                    fig[2], fig[3] = blocking_window(c), await aio_window(dev)\n"
+    "                else:\n"
+    "                    fig[3], fig[2] = await aio_window(dev), blocking_window(c)\n"
+    "    return fig\n"
+    "fig = asyncio.run(main())\n"
     "print(fig[0], fig[1], fig[2], fig[3])\n";
 
 static double median_of(double *v, int reps) {

@@ -20,7 +20,10 @@ while others are in flight go out together in one system call.  A request
 waits for the socket when it is full (packed only when it is written: the
 bytes held are those of the message being written, or of up to 64 KiB of
 small ones written together), and answers keep being read meanwhile.  A
-connection belongs to the event loop it was opened on.
+connection belongs to the event loop it was opened on.  An answer resumes
+the task awaiting it in the loop pass that read it (its next step runs in
+the connection's reader callback: see ptoclient.aio_call), not a pass
+later as an asyncio.Future would.
 
 Cancellation.  Cancelling a task that awaits a call (task.cancel(),
 asyncio.wait_for, a TaskGroup failing) sends the daemon protocol 1.2's
@@ -52,7 +55,8 @@ import socket
 import time
 from typing import Any, Dict, Generator, Iterable, List, Optional, Set, Tuple
 
-from .aio_channel import Channel, _Call
+from .aio_call import Call
+from .aio_channel import Channel
 from .calls import (DEFAULT_TIMEOUT, buffer_alloc_params, buffer_read_params,
                     buffer_write_params, bench_summary, check_bench_counts, check_region_size,
                     choose_socket_path, connect_failed, connect_timeout_for, deadline_at,
@@ -123,12 +127,12 @@ class AsyncClient(Channel):
             raise ValueError(why)
 
     async def _dispatch_call(self, program, args, config, deadline_ms, timeout, priority,
-                             request_id) -> _Call:
+                             request_id, deadline) -> Call:
         params, largest = dispatch_params(program, args, config, deadline_ms, self, priority,
                                           request_id)
         if config is not None:
             await self._check_where(config, timeout)
-        return self._start("dispatch", params, largest >= BULK_MIN)
+        return self._start("dispatch", params, largest >= BULK_MIN, None, deadline)
 
     async def dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
                        deadline_ms: Optional[int] = None, timeout: Optional[float] = None, *,
@@ -136,15 +140,13 @@ class AsyncClient(Channel):
                        request_id: Optional[str] = None) -> Dict[str, Any]:
         """Run program once (as Client.dispatch); priority and request_id
         as in the module docstring."""
-        deadline = self._deadline(timeout)
+        deadline = deadline_at(self.timeout if timeout is None else timeout)
         if config is None:  # nothing to check first: the common case, one coroutine less
             params, largest = dispatch_params(program, args, None, deadline_ms, self, priority,
                                               request_id)
-            call = self._start("dispatch", params, largest >= BULK_MIN)
-        else:
-            call = await self._dispatch_call(program, args, config, deadline_ms, timeout,
-                                             priority, request_id)
-        return await self._wait(call, deadline)
+            return await self._start("dispatch", params, largest >= BULK_MIN, None, deadline)
+        return await (await self._dispatch_call(program, args, config, deadline_ms, timeout,
+                                                priority, request_id, deadline))
 
     async def send_dispatch(self, program: str, args: Iterable[Any] = (), config: Any = None,
                             deadline_ms: Optional[int] = None, timeout: Optional[float] = None,
@@ -153,7 +155,7 @@ class AsyncClient(Channel):
         """Pipelined dispatch: its msgid, once written, for result()."""
         deadline = self._deadline(timeout)
         call = await self._dispatch_call(program, args, config, deadline_ms, timeout, priority,
-                                         request_id)
+                                         request_id, None)
         return await self._send(call, deadline)
 
     async def buffer_alloc(self, name: str, nbytes: Optional[int] = None, init: Any = None,
@@ -235,8 +237,9 @@ class AsyncClient(Channel):
             mm = mmap.mmap(fd, nbytes)
             call = None
             try:
-                call = self._start("shm.register", {"name": name, "bytes": nbytes}, fd=fd)
-                await self._wait(call, deadline)
+                call = self._start("shm.register", {"name": name, "bytes": nbytes}, fd=fd,
+                                   deadline=deadline)
+                await call
             except BaseException:
                 mm.close()
                 if call is not None and call.given_up and call.off:

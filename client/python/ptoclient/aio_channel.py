@@ -1,17 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """The connection under ptoclient.aio's AsyncClient: one socket driven by
 the event loop's reader and writer callbacks, a queue of whole messages
-to write, one reader handing answers to per-msgid futures, deadlines, and
-cancellation (see ptoclient.aio for what a caller sees).
+to write, one reader handing each answer to the Call awaiting it (and
+resuming the awaiting task in its own loop pass: ptoclient.aio_call),
+deadlines, and cancellation (see ptoclient.aio for what a caller sees).
 
 Owned by the event loop thread of the loop it was opened on; nothing here
 is for other threads.  Everything is in Channel's own state, written only
-by its methods; AsyncClient adds the protocol's methods on top.
+by its methods (a Call's answer by the Call's methods, which Channel and
+asyncio.Task call); AsyncClient adds the protocol's methods on top.
 """
 
 import asyncio
 import collections
-import heapq
 import itertools
 import math
 import socket
@@ -20,6 +21,7 @@ from typing import Any, Deque, Dict, Iterable, List, Optional, Set, Tuple
 
 import msgpack
 
+from .aio_call import Call
 from .calls import (call_failure, deadline_at, gathered, lost_by_close, lost_by_error,
                     next_msgid)
 from .errors import CallTimeout, ConnectionLost, ProtocolError, PtoError, error_from_wire
@@ -32,28 +34,7 @@ __all__ = ["Channel"]
 _RECV_SIZE = 256 << 10
 _IOV_MAX = 64             # buffers per sendmsg, well under Linux's 1024
 _BATCH_BYTES = 64 << 10   # small messages written together, at most
-
-class _Call:
-    """One request (future set) or notification (future None) on its way:
-    queued until written whole, pending until answered."""
-
-    __slots__ = ("msgid", "method", "params", "bulk", "fd", "future", "parts", "off", "total",
-                 "written", "deadline", "given_up")
-
-    def __init__(self, msgid, method, params, bulk, fd, future):
-        self.msgid = msgid
-        self.method = method
-        self.params = params
-        self.bulk = bulk
-        self.fd = fd                  # passed with the first byte (SCM_RIGHTS)
-        self.future = future          # the answer: result, or the PtoError
-        self.parts: List[Any] = []    # what is left to write, once packed
-        self.off = 0                  # bytes written
-        self.total = 0                # bytes of the message; 0 until packed
-        self.written: Optional[asyncio.Future] = None  # set when it leaves the queue
-        self.deadline: Optional[float] = None  # when it expires (time.monotonic), while it can
-        self.given_up = False         # cancelled, or its timeout expired
-
+_NOSIGNAL = socket.MSG_NOSIGNAL
 
 def _set(future, result=None, exc=None):
     if future is not None and not future.done():
@@ -61,6 +42,15 @@ def _set(future, result=None, exc=None):
             future.set_result(result)
         else:
             future.set_exception(exc)
+
+
+def _check_request(method: Any, params: Any) -> None:
+    """TypeError unless method and params can make a request."""
+    if not isinstance(method, str):
+        raise TypeError("method must be a str, got %r." % (method,))
+    if params is not None and not isinstance(params, dict):
+        raise TypeError("params must be a dict (named parameters) or None, got %s."
+                        % type(params).__name__)
 
 
 class Channel:
@@ -75,23 +65,22 @@ class Channel:
         self.notifications: Deque[Tuple[str, Any]] = collections.deque(maxlen=256)
         self._loop = loop
         self._sock = sock
-        self._pending: Dict[int, _Call] = {}   # msgid -> call, sent or queued, not answered
-        self._sent: Dict[int, _Call] = {}      # msgid -> call of send(), not yet collected
+        self._pending: Dict[int, Call] = {}   # msgid -> call, sent or queued, not answered
+        self._sent: Dict[int, Call] = {}      # msgid -> call of send(), not yet collected
         self._dropped: Set[int] = set()        # msgids whose answers are read and dropped
-        self._queue: Deque[_Call] = collections.deque()  # to write, in order; [0] is being written
+        self._queue: Deque[Call] = collections.deque()  # to write, in order; [0] is being written
         self._wants_write = False
         self._flush_soon = False  # _flush_batch is scheduled
         self._failure: Optional[PtoError] = None
         self._send_error: Optional[OSError] = None
         self._next_id = 1
-        self._deadlines: List[Tuple[float, int, _Call]] = []  # heap; see _timer
-        self._deadline_seq = itertools.count()
         self._deadline_timer: Optional[asyncio.TimerHandle] = None
         self._armed_for = math.inf  # when _deadline_timer fires
         self._packer = msgpack.Packer(use_bin_type=True)
         self._where = "ptod at %s" % socket_path
         self._reader = Reader(self._where)
         self._inbox: List[Any] = []
+        self._answered: Deque[Call] = collections.deque()  # settled by _read, not yet woken
         self._rbuf = bytearray(_RECV_SIZE)
         self._rview = memoryview(self._rbuf)
         loop.add_reader(sock.fileno(), self._on_readable)
@@ -134,57 +123,76 @@ class Channel:
         queue, self._queue = self._queue, collections.deque()
         self._dropped.clear()
         for call in pending.values():
-            call.deadline = None
             msgid = call.msgid if call.off else None  # None: nothing of it was sent
-            _set(call.future, exc=call_failure(exc, call.method, msgid, self._send_error))
+            _set(call, exc=call_failure(exc, call.method, msgid, self._send_error))
         for call in queue:
             _set(call.written)
-        self._deadlines.clear()
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
             self._deadline_timer = None
 
     # ---- writing ----------------------------------------------------------
 
-    def _start(self, method: str, params: Any, bulk: bool = False,
-               fd: Optional[int] = None) -> _Call:
-        """Queue a request; it is written as soon as the ones before it are
-        (at once when the socket has room).  Raises the connection's
-        failure."""
-        if not isinstance(method, str):
-            raise TypeError("method must be a str, got %r." % (method,))
-        if params is not None and not isinstance(params, dict):
-            raise TypeError("params must be a dict (named parameters) or None, got %s."
-                            % type(params).__name__)
+    def _start(self, method: str, params: Any, bulk: bool = False, fd: Optional[int] = None,
+               deadline: Optional[float] = None) -> Call:
+        """Queue a request, to be answered by deadline (None: no limit); it
+        is written as soon as the ones before it are (at once when the
+        socket has room).  Raises the connection's failure."""
         if self._failure is not None:
             raise call_failure(self._failure, method, None, self._send_error)
         msgid = self._next_id
         if msgid in self._pending or msgid in self._sent or msgid in self._dropped:
             msgid = next_msgid(msgid, self._pending, self._sent, self._dropped)
         self._next_id = msgid + 1 if msgid < (1 << 32) - 1 else 1
-        call = _Call(msgid, method, params, bulk, fd, self._loop.create_future())
+        call = Call(self, msgid, method, params, bulk, fd)
         self._pending[msgid] = call
         self._enqueue(call)
+        self._timer(call, deadline)
         return call
 
-    def _enqueue(self, call: _Call) -> None:
+    def _enqueue(self, call: Call) -> None:
+        queue = self._queue
+        if queue or self._flush_soon:
+            queue.append(call)  # written after the calls before it
+        elif len(self._pending) > 1:
+            # Other calls are in flight, so tasks woken by their answers
+            # are likely making requests in this same loop step: write
+            # them together at its end, in one system call.
+            queue.append(call)
+            self._flush_soon = True
+            self._loop.call_soon(self._flush_batch)
+        elif call.total or call.bulk or call.fd is not None:
+            queue.append(call)
+            self._flush()
+        else:
+            self._write_alone(call)
+
+    def _write_alone(self, call: Call) -> None:
+        """Write a small request that nothing is queued before (the case
+        of requests made one at a time): packed and sent here, queued only
+        for what the socket did not take (or when packing or the socket
+        failed: _flush finds the failure again and handles it)."""
+        sent = 0
+        if self._pack(call) is None:
+            try:
+                sent = self._sock.send(call.parts[0], _NOSIGNAL)
+            except OSError:
+                pass
+            if sent == call.total:
+                call.off = sent
+                call.parts = []
+                return
         self._queue.append(call)
-        if len(self._queue) == 1 and not self._flush_soon:
-            if len(self._pending) > 1:
-                # Other calls are in flight, so tasks woken by their answers
-                # are likely making requests in this same loop step: write
-                # them together at its end, in one system call.
-                self._flush_soon = True
-                self._loop.call_soon(self._flush_batch)
-            else:
-                self._flush()
+        if sent:
+            self._written(sent)
+        self._flush()
 
     def _flush_batch(self) -> None:
         self._flush_soon = False
         if self._failure is None:
             self._flush()
 
-    def _pack(self, call: _Call) -> Optional[Exception]:
+    def _pack(self, call: Call) -> Optional[Exception]:
         """Pack call's message; the error when msgpack cannot encode its
         params."""
         try:
@@ -198,18 +206,13 @@ class Channel:
         call.total = sum(len(p) for p in call.parts) if call.bulk else len(call.parts[0])
         return None
 
-    def _pack_head(self) -> bool:
-        """Pack the queue's head; False when it could not be (its call
-        fails with msgpack's error and leaves the queue)."""
-        call = self._queue[0]
-        exc = self._pack(call)
-        if exc is None:
-            return True
-        self._queue.popleft()
+    def _refuse_head(self, exc: Exception) -> None:
+        """The queue's head could not be packed: its call fails with
+        msgpack's error and leaves the queue."""
+        call = self._queue.popleft()
         self._pending.pop(call.msgid, None)
-        _set(call.future, exc=exc)
+        _set(call, exc=exc)
         _set(call.written)
-        return False
 
     def _batch(self) -> List[Any]:
         """The buffers of the queue's head and of the small messages behind
@@ -230,19 +233,22 @@ class Channel:
         sock = self._sock
         while queue:
             call = queue[0]
-            if not call.total and not self._pack_head():
-                continue
+            if not call.total:
+                exc = self._pack(call)
+                if exc is not None:
+                    self._refuse_head(exc)
+                    continue
             parts = call.parts
             try:
                 if call.fd is not None and not call.off:
                     sent = sock.sendmsg(parts[:_IOV_MAX], fd_ancillary(call.fd),
-                                        socket.MSG_NOSIGNAL)
+                                        _NOSIGNAL)
                 elif len(queue) > 1 and not call.bulk:
-                    sent = sock.sendmsg(self._batch(), [], socket.MSG_NOSIGNAL)
+                    sent = sock.sendmsg(self._batch(), [], _NOSIGNAL)
                 elif len(parts) == 1:
-                    sent = sock.send(parts[0], socket.MSG_NOSIGNAL)
+                    sent = sock.send(parts[0], _NOSIGNAL)
                 else:
-                    sent = sock.sendmsg(parts[:_IOV_MAX], [], socket.MSG_NOSIGNAL)
+                    sent = sock.sendmsg(parts[:_IOV_MAX], [], _NOSIGNAL)
             except (BlockingIOError, InterruptedError):
                 self._want_write(True)
                 return
@@ -250,7 +256,8 @@ class Channel:
                 self._write_failed(exc)
                 return
             self._written(sent)
-        self._want_write(False)
+        if self._wants_write:
+            self._want_write(False)
 
     def _written(self, sent: int) -> None:
         """Account sent bytes to the messages at the queue's head."""
@@ -266,7 +273,8 @@ class Channel:
             call.off = call.total
             queue.popleft()
             call.parts = []
-            _set(call.written)
+            if call.written is not None:
+                _set(call.written)
 
     def _want_write(self, on: bool) -> None:
         if on != self._wants_write:
@@ -280,22 +288,42 @@ class Channel:
         """EPIPE / ECONNRESET: the daemon closed the connection, maybe after
         an error notification still to be read, which then says why."""
         self._send_error = exc
-        while self._failure is None and self._on_readable():
+        while self._failure is None and self._read():
             pass
+        self._wake_answered_soon()  # (the caller may be a task: no other task's step here)
         self._fail(lost_by_error(self.socket_path, exc))
 
     def _notify(self, method: str, params: Any) -> None:
         """Queue a notification (no answer) behind the requests queued."""
-        note = _Call(None, method, None, False, None, None)
+        note = Call(self, None, method, None, False, None)
         note.parts = [pack_notification(self._packer, method, params)]
         note.total = len(note.parts[0])
         self._enqueue(note)
 
     # ---- reading -----------------------------------------------------------
 
-    def _on_readable(self) -> bool:
-        """Read what has come and hand out its answers; False when nothing
-        was there or the connection ended."""
+    def _on_readable(self) -> None:
+        """The loop's reader callback: read what has come, then run the
+        step of each task whose answer it brought, here rather than on the
+        loop's next pass.  Such a step is the task's code up to its next
+        await: the next request it makes is written from here too."""
+        self._read()
+        answered = self._answered
+        try:
+            while answered:
+                answered.popleft().wake_now()
+        except BaseException:  # a step raised (KeyboardInterrupt, SystemExit)
+            self._wake_answered_soon()  # the others still wake
+            raise
+
+    def _wake_answered_soon(self) -> None:
+        answered = self._answered
+        while answered:
+            answered.popleft().wake_soon()
+
+    def _read(self) -> bool:
+        """Read what has come and settle its answers (see _answered); False
+        when nothing was there or the connection ended."""
         try:
             n = self._sock.recv_into(self._rbuf)
         except (BlockingIOError, InterruptedError):
@@ -327,13 +355,12 @@ class Channel:
             call = self._pending.pop(what, None)
             if call is None:
                 self._dropped.discard(what)  # the late answer of a cancelled call
-                return
-            call.deadline = None
-            error = detail[2]
-            if error is None:
-                _set(call.future, detail[3])
+            elif detail[2] is None:
+                call.settle(detail[3], None)
+                self._answered.append(call)
             else:
-                _set(call.future, exc=error_from_wire(error))
+                call.settle(None, error_from_wire(detail[2]))
+                self._answered.append(call)
         elif kind == FAILURE:
             self._fail(what)
         else:
@@ -341,24 +368,24 @@ class Channel:
 
     # ---- waiting, cancelling ------------------------------------------------
 
-    def _abandon(self, call: _Call, exc: Optional[PtoError]) -> None:
+    def _abandon(self, call: Call, exc: Optional[PtoError]) -> None:
         """The caller gave up on call (cancelled, or exc: its timeout):
         drop it from the queue when nothing of it was written, else send
-        `cancel` after it and drop its answer."""
+        `cancel` after it and drop its answer.  Its answer is exc, else
+        CancelledError (when not set already: Call.cancel sets it)."""
         if self._pending.get(call.msgid) is not call:
             return  # answered, or the connection ended
         del self._pending[call.msgid]
         call.given_up = True
-        call.deadline = None
         if not call.off:
             self._queue.remove(call)
         else:
             self._dropped.add(call.msgid)
             self._notify("cancel", {"msgid": call.msgid})
         _set(call.written)
-        _set(call.future, exc=exc)
+        _set(call, exc=asyncio.CancelledError() if exc is None else exc)
 
-    def _expire(self, call: _Call) -> None:
+    def _expire(self, call: Call) -> None:
         if call.off:
             text = ("No answer to %s (msgid %d) from ptod at %s within the timeout. A cancel was "
                     "sent: the request does not start if it had not (a running one finishes); "
@@ -370,20 +397,18 @@ class Channel:
                     % (call.method, self.socket_path))
         self._abandon(call, CallTimeout(text))
 
-    # Deadlines: one heap per connection and one loop timer for its
-    # earliest entry, not a TimerHandle per call (a third of a pipelined
-    # call's cost).  An entry is live while its call's deadline is still
-    # the entry's; answered calls leave theirs to be skipped or compacted.
+    # Deadlines: each call's own (call.deadline, while it is pending) and
+    # one loop timer per connection, armed for the earliest deadline given
+    # since it last fired.  Firing, it expires the pending calls that are
+    # due and arms itself for the earliest deadline left.  A call costs two
+    # stores, not a TimerHandle or a heap entry; the timer scans the calls
+    # pending once per deadline it was armed for (one of a call answered
+    # since finds none due).
 
-    def _timer(self, call: _Call, deadline: Optional[float]) -> None:
-        if deadline is None or call.future.done():
-            return
+    def _timer(self, call: Call, deadline: Optional[float]) -> None:
+        if deadline is None or self._pending.get(call.msgid) is not call:
+            return  # no limit; or answered, refused, failed
         call.deadline = deadline
-        heap = self._deadlines
-        heapq.heappush(heap, (deadline, next(self._deadline_seq), call))
-        if len(heap) > 2 * len(self._pending) + 64:
-            heap[:] = [e for e in heap if e[2].deadline == e[0]]
-            heapq.heapify(heap)
         if deadline < self._armed_for:
             self._arm(deadline)
 
@@ -397,47 +422,35 @@ class Channel:
     def _expire_due(self) -> None:
         self._deadline_timer = None
         self._armed_for = math.inf
-        heap = self._deadlines
         now = time.monotonic()
-        while heap and heap[0][0] <= now:
-            deadline, _, call = heapq.heappop(heap)
-            if call.deadline == deadline:
-                call.deadline = None
-                self._expire(call)
-        if heap:
-            self._arm(heap[0][0])
-
-    async def _wait(self, call: _Call, deadline: Optional[float]) -> Any:
-        """The answer of call by deadline (see the module docstring for
-        cancellation and timeouts)."""
-        self._timer(call, deadline)
-        try:
-            return await call.future
-        except asyncio.CancelledError:
-            self._abandon(call, None)
-            raise
+        for call in [c for c in self._pending.values() if c.deadline <= now]:
+            self._expire(call)  # (nothing when an earlier one ended the connection)
+        earliest = min((c.deadline for c in self._pending.values()), default=math.inf)
+        if earliest < math.inf:
+            self._arm(earliest)
 
     def _deadline(self, timeout: Optional[float]) -> Optional[float]:
         return deadline_at(self.timeout if timeout is None else timeout)
 
     async def _call(self, method: str, params: Any, timeout: Optional[float],
                     bulk: bool = False) -> Any:
-        deadline = self._deadline(timeout)
-        return await self._wait(self._start(method, params, bulk), deadline)
+        return await self._start(method, params, bulk, None, self._deadline(timeout))
 
     # ---- low level: call, send, result, gather, cancel ---------------------
 
     async def call(self, method: str, params: Any = None, timeout: Optional[float] = None) -> Any:
         """One request and its answer; for methods without a helper."""
+        _check_request(method, params)
         return await self._call(method, params, timeout)
 
     async def send(self, method: str, params: Any = None, timeout: Optional[float] = None) -> int:
         """Write one request and return its msgid for result(), once it is
         written whole (so a full socket holds the caller back); the
         timeout covers the write."""
+        _check_request(method, params)
         return await self._send(self._start(method, params), self._deadline(timeout))
 
-    async def _send(self, call: _Call, deadline: Optional[float]) -> int:
+    async def _send(self, call: Call, deadline: Optional[float]) -> int:
         if call.off < call.total or not call.total:  # still queued
             call.written = self._loop.create_future()
             self._timer(call, deadline)
@@ -447,9 +460,9 @@ class Channel:
                 self._abandon(call, None)
                 raise
             finally:
-                call.deadline = None
-        if call.given_up or (not call.off and call.future.done()):
-            return call.future.result()  # raises: timed out, or not written (packing, failure)
+                call.deadline = math.inf
+        if call.given_up or (not call.off and call.done()):
+            return call.result()  # raises: timed out, or not written (packing, failure)
         self._sent[call.msgid] = call
         return call.msgid
 
@@ -461,7 +474,8 @@ class Channel:
         if call is None:
             raise ValueError("No pending call with msgid %r on this connection (already "
                              "collected, timed out, or never sent)." % (msgid,))
-        return await self._wait(call, deadline)
+        self._timer(call, deadline)
+        return await call
 
     async def gather(self, msgids: Iterable[int], timeout: Optional[float] = None,
                      return_exceptions: bool = False) -> List[Any]:

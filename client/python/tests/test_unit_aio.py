@@ -6,8 +6,10 @@ in flight, writes that wait for a full socket, the CANCELLED error, and
 priority / request_id checked before anything is sent."""
 
 import asyncio
+import collections
 import os
 import random
+import socket
 import sys
 import threading
 import unittest
@@ -85,6 +87,36 @@ class Concurrency(AioBase):
         self.run_async(main())
         self.assertTrue(all_in.is_set())
         self.assertEqual(len({m for _, m, _ in held}), n)  # one msgid each
+
+    def test_an_answer_resumes_its_task_in_the_loop_pass_that_read_it(self):
+        # Back to back, a call costs the event loop one pass (the one whose
+        # reader callback reads its answer), not a second one to resume
+        # the task that awaits it.
+        n = 200
+        s = self.server()
+
+        class CountingLoop(asyncio.SelectorEventLoop):
+            passes = 0
+
+            def _run_once(self):
+                self.passes += 1
+                super()._run_once()
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                await dev.ping()
+                before = loop.passes
+                for i in range(n):
+                    self.assertEqual((await dev.dispatch("noop", [i]))["echo"]["args"][0],
+                                     {"scalar": i})
+                return loop.passes - before
+
+        loop = CountingLoop()
+        try:
+            passes = loop.run_until_complete(asyncio.wait_for(main(), 60))
+        finally:
+            loop.close()
+        self.assertLess(passes, n * 3 // 2)  # n and a few, where a Future would take 2 n
 
     def test_pipelined_send_and_result(self):
         s = self.server()
@@ -221,8 +253,30 @@ class Cancellation(AioBase):
                 for conn, msgid, params in (held[0], held[2]):
                     conn.respond(msgid, {"n": params["args"][0]["scalar"]})
                 self.assertEqual(((await long_)["n"], (await never)["n"]), (0, 2))
-                # answered calls leave no live deadline behind
-                self.assertFalse([e for e in dev._deadlines if e[2].deadline == e[0]])
+                # answered calls leave nothing behind for the deadline timer
+                self.assertEqual(dev._pending, {})
+
+        self.run_async(main())
+
+    def test_a_deadline_after_a_sooner_one_given_up_still_expires(self):
+        held = []
+        s = self.server(handler=holding(held))
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                first = asyncio.ensure_future(dev.dispatch("noop", [0], timeout=0.3))
+                await asyncio.sleep(0)  # its request is written
+                first.cancel()
+                with self.assertRaises((asyncio.CancelledError, CallTimeout)):
+                    await first
+                # The deadline timer is still armed for the first call's
+                # deadline: firing, it finds nothing due and arms itself
+                # for this later one.
+                with self.assertRaises(CallTimeout):
+                    await dev.dispatch("noop", [1], timeout=0.6)
+                await self.wait_until("two cancels", lambda: len(s.notes) == 2)
+                self.assertEqual([p[0]["msgid"] for _, p in s.notes], [held[0][1], held[1][1]])
+                self.assertEqual(dev._pending, {})
 
         self.run_async(main())
 
@@ -375,6 +429,24 @@ class FullSocket(AioBase):
                          list(range(50)))  # 99 never reached the server
         self.assertEqual(s.notes, [])
 
+
+    def test_a_request_made_alone_that_the_socket_takes_in_part_is_finished_later(self):
+        gate = threading.Event()
+        s = self.server(on_connect=lambda conn: gate.wait(T) or True)
+        data = b"\x33" * (100 << 10)  # inline (under BULK_MIN), more than the buffer below
+
+        async def main():
+            async with ptoclient.aio.connect(s.path, timeout=T) as dev:
+                dev._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+                call = asyncio.ensure_future(dev.dispatch("noop", [Data(data)]))
+                await self.wait_until("the socket fills", lambda: dev._wants_write)
+                self.assertEqual(len(dev._queue), 1)  # the rest of it, waiting for room
+                gate.set()
+                self.assertEqual((await call)["echo"]["args"][0]["data"], data)
+                self.assertFalse(dev._wants_write)
+                self.assertEqual(dev._queue, collections.deque())
+
+        self.run_async(main())
 
     def test_a_request_written_in_part_at_its_timeout_is_finished_then_cancelled(self):
         gate = threading.Event()
