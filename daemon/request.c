@@ -399,7 +399,8 @@ static void cancel(req_t *req, const proto_envelope_t *env) {
 static int open_envelope(req_t *req, proto_envelope_t *env) {
   srv_conn_t *conn = req->conn;
   pto_error_t err;
-  int rc = proto_decode(req->msg->data, req->msg->len, &req->unpacked, env, &err);
+  /* conn.c's reader cut the message out: its structure is already checked */
+  int rc = proto_decode_delimited(req->msg->data, req->msg->len, &req->unpacked, env, &err);
   /* The fds a shm.register came with are its own whatever refuses it
    * (envelope, name, params): left queued, the next register would take
    * them instead of its own. */
