@@ -83,10 +83,10 @@ int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
                  proto_envelope_t *ret_env, pto_error_t *ret_err);
 
 /* proto_decode for a message a proto_reader delimited: data[0..len) is
- * exactly what proto_reader_feed returned 1 for, under limits no looser
- * than the ones it was fed with, so its structure is not walked a second
- * time (the reader already bounded its depth and every claim by len).
- * Returns and fills what proto_decode does. */
+ * exactly the message proto_reader_feed returned 1 for, so its depth is
+ * bounded and every count and length it claims lies within len; its
+ * structure is not walked a second time.  Returns and fills what
+ * proto_decode does. */
 int proto_decode_delimited(const void *data, size_t len, msgpack_unpacked *unpacked,
                            proto_envelope_t *ret_env, pto_error_t *ret_err);
 
