@@ -15,6 +15,10 @@
  * same in both, so (Ir(full) - Ir(base)) / n is one dispatch's share, the
  * idle baseline subtracted.  The figure is the median over repetitions.
  *
+ * The first repetition also prints where one dispatch's instructions go:
+ * each function's own instructions (callgrind_annotate, exclusive) in the
+ * full run less the base run, divided by n, the largest first.
+ *
  * Needs valgrind on PATH (scripts/deps --bench). */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -30,6 +34,14 @@
 
 #define MAX_MSG 4096
 #define MAX_REPS 64
+#define MAX_FUNCS 4096 /* functions kept per callgrind_annotate listing */
+#define SPLIT_ROWS 30  /* functions printed in the split */
+
+/* One function's own instructions in one callgrind run. */
+typedef struct {
+  char name[200]; /* callgrind_annotate's "file:function [object]" */
+  uint64_t ir;
+} func_ir_t;
 
 static const char config[] =
     "[daemon]\nspin_us = 0\n[ring]\ntask_window = 64\nheap = 64K\ndep_pool = 64\n";
@@ -49,6 +61,70 @@ static uint64_t callgrind_total(const char *path) {
   return total;
 }
 
+/* The functions of a callgrind output file with their own (exclusive)
+ * instructions, as callgrind_annotate lists them; returns how many. */
+static size_t callgrind_functions(const char *path, func_ir_t *ret, size_t cap) {
+  char cmd[256], line[1024];
+  size_t n = 0;
+  FILE *p;
+  snprintf(cmd, sizeof cmd, "callgrind_annotate --auto=no --threshold=100 '%s' 2>/dev/null", path);
+  p = popen(cmd, "r");
+  if (!p) return 0;
+  while (fgets(line, sizeof line, p) && n < cap) {
+    /* "  1,234 (12.3%)  file.c:function [object]"; skip the header lines */
+    char *s = line, *name;
+    uint64_t ir = 0;
+    while (*s == ' ') s++;
+    if (*s < '0' || *s > '9') continue;
+    for (; (*s >= '0' && *s <= '9') || *s == ','; s++)
+      if (*s != ',') ir = ir * 10 + (uint64_t)(*s - '0');
+    name = strstr(s, ")  ");
+    if (!name || strstr(line, "PROGRAM TOTALS")) continue;
+    name += 3;
+    name[strcspn(name, "\n")] = '\0';
+    snprintf(ret[n].name, sizeof ret[n].name, "%s", name);
+    ret[n++].ir = ir;
+  }
+  pclose(p);
+  return n;
+}
+
+static int by_ir_desc(const void *a, const void *b) {
+  const func_ir_t *x = a, *y = b;
+  return x->ir < y->ir ? 1 : x->ir > y->ir ? -1 : 0;
+}
+
+/* Prints each function's own instructions per dispatch: (full - base) / n. */
+static void print_split(const char *base_out, const char *full_out, size_t n) {
+  static func_ir_t base[MAX_FUNCS], full[MAX_FUNCS];
+  size_t nb = callgrind_functions(base_out, base, MAX_FUNCS);
+  size_t nf = callgrind_functions(full_out, full, MAX_FUNCS);
+  for (size_t i = 0; i < nf; i++) {
+    uint64_t b = 0;
+    for (size_t j = 0; j < nb; j++)
+      if (strcmp(full[i].name, base[j].name) == 0) b = base[j].ir;
+    full[i].ir = full[i].ir > b ? (full[i].ir - b) / n : 0;
+  }
+  qsort(full, nf, sizeof full[0], by_ir_desc);
+  printf("where one dispatch's instructions go (own instructions per dispatch, top %d):\n",
+         SPLIT_ROWS);
+  for (size_t i = 0; i < nf && i < SPLIT_ROWS && full[i].ir > 0; i++)
+    printf("  %8" PRIu64 "  %s\n", full[i].ir, full[i].name);
+}
+
+/* print_split over the outputs count_run left in two directories, which
+ * it then removes. */
+static void print_and_remove_split(const char *base_dir, const char *full_dir, size_t n) {
+  char base_out[96], full_out[96];
+  snprintf(base_out, sizeof base_out, "%s/callgrind.out", base_dir);
+  snprintf(full_out, sizeof full_out, "%s/callgrind.out", full_dir);
+  print_split(base_out, full_out, n);
+  unlink(base_out);
+  unlink(full_out);
+  rmdir(base_dir);
+  rmdir(full_dir);
+}
+
 /* Whether rx starts with an answer without error ([1, id, nil, result]). */
 static bool answered(const char *rx, size_t len) {
   msgpack_unpacked u;
@@ -62,8 +138,9 @@ static bool answered(const char *rx, size_t len) {
 }
 
 /* Instructions of a daemon under callgrind that serves `count` noop(1)
- * dispatches back to back. */
-static uint64_t count_run(const char *req, size_t qlen, size_t count) {
+ * dispatches back to back.  With keep_dir, the output is left in that
+ * directory (keep_dir/callgrind.out, the caller removes it) instead. */
+static uint64_t count_run(const char *req, size_t qlen, size_t count, char keep_dir[26]) {
   char dir[] = "/tmp/ptod-bench-cg-XXXXXX", out[96], opt[128], rx[MAX_MSG];
   const char *wrapper[] = {"valgrind", "--tool=callgrind", "--quiet", opt, NULL};
   bench_daemon_t d;
@@ -87,8 +164,12 @@ static uint64_t count_run(const char *req, size_t qlen, size_t count) {
   close(fd);
   bench_daemon_stop(&d);
   total = callgrind_total(out);
-  unlink(out);
-  rmdir(dir);
+  if (keep_dir) {
+    memcpy(keep_dir, dir, sizeof dir);
+  } else {
+    unlink(out);
+    rmdir(dir);
+  }
   if (total == 0) {
     fprintf(stderr, "bench_instructions: no instruction count in %s (is valgrind installed?)\n",
             out);
@@ -113,10 +194,14 @@ int main(int argc, char **argv) {
   printf("request %zu bytes; base run %zu dispatches, full run %zu; %d repetitions\n", qlen,
          warm, warm + n, reps);
   for (int r = 0; r < reps; r++) {
-    uint64_t base = count_run(req, qlen, warm), full = count_run(req, qlen, warm + n);
+    char base_dir[26], full_dir[26];
+    bool split = r == 0;
+    uint64_t base = count_run(req, qlen, warm, split ? base_dir : NULL);
+    uint64_t full = count_run(req, qlen, warm + n, split ? full_dir : NULL);
     per[r] = full > base ? (double)(full - base) / (double)n : 0;
     printf("rep %d: base %" PRIu64 " full %" PRIu64 " instructions: %.0f per dispatch (load %s)\n",
            r, base, full, per[r], bench_loadavg());
+    if (split) print_and_remove_split(base_dir, full_dir, n);
     fflush(stdout);
   }
   snprintf(note, sizeof note, "daemon instructions (all threads, callgrind Ir) per noop(1) "

@@ -14,14 +14,19 @@
 
 #include "textbuf.h"
 
-/* Upper bounds of the duration buckets, in seconds (+Inf implied). */
-static const double bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                0.05,   0.1,     0.25,   0.5,   1,      2.5,   10};
-#define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
+/* Upper bounds of the duration buckets, in microseconds, the unit
+ * durations are observed in (+Inf implied); exposed in seconds. */
+static const uint64_t bounds_us[] = {100,    250,    500,    1000,    2500,    5000,
+                                     10000,  25000,  50000,  100000,  250000,  500000,
+                                     1000000, 2500000, 10000000};
+#define NBOUNDS (sizeof(bounds_us) / sizeof(bounds_us[0]))
 #define MAX_CODE 1100
 
 typedef struct histogram {
-  uint64_t buckets[NBOUNDS]; /* bucket i counts observations <= bounds[i] (cumulative) */
+  /* bucket i counts observations in (bounds_us[i-1], bounds_us[i]]; the
+   * exposition sums them (Prometheus buckets are cumulative), so an
+   * observation, once a dispatch, touches one counter, not every bucket */
+  uint64_t buckets[NBOUNDS];
   uint64_t count;
   double sum_s;
 } histogram_t;
@@ -85,11 +90,11 @@ void metrics_count_error(metrics_t *m, int code) {
 }
 
 static void observe(histogram_t *h, uint64_t us) {
-  double s = (double)us / 1e6;
-  for (size_t i = 0; i < NBOUNDS; i++)
-    if (s <= bounds[i]) h->buckets[i]++;
+  size_t i = 0;
+  while (i < NBOUNDS && us > bounds_us[i]) i++;
+  if (i < NBOUNDS) h->buckets[i]++;
   h->count++;
-  h->sum_s += s;
+  h->sum_s += (double)us / 1e6;
 }
 
 /* The counts of `program` (under lock). */
@@ -178,9 +183,13 @@ static void ring_gauge(tb_t *t, const char *name, const char *help, const pto_si
 }
 
 static void histogram(tb_t *t, const char *name, const char *help, const histogram_t *h) {
+  uint64_t below = 0;
   head(t, name, "histogram", help);
-  for (size_t i = 0; i < NBOUNDS; i++)
-    tb_put(t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, bounds[i], h->buckets[i]);
+  for (size_t i = 0; i < NBOUNDS; i++) {
+    below += h->buckets[i];
+    tb_put(t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)bounds_us[i] / 1e6,
+           below);
+  }
   tb_put(t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name,
          h->count, name, h->sum_s, name, h->count);
 }

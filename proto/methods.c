@@ -20,13 +20,30 @@ static const char *const method_names[PROTO_M_COUNT] = {
 #undef PROTO_METHOD_NAME_
 };
 
+/* The names' lengths, so looking a method up compares no more than it must. */
+static const size_t method_name_lens[PROTO_M_COUNT] = {
+#define PROTO_METHOD_LEN_(id, name) sizeof(name) - 1,
+    PTO_METHOD_MAP(PROTO_METHOD_LEN_)
+#undef PROTO_METHOD_LEN_
+};
+
+/* What decoding messages call a method's params and result map
+ * ("dispatch params"): constants, so a decode that does not fail builds no
+ * text. */
+enum { SIDE_PARAMS, SIDE_RESULT };
+static const char *const method_sides[PROTO_M_COUNT][2] = {
+#define PROTO_METHOD_SIDES_(id, name) {name " params", name " result"},
+    PTO_METHOD_MAP(PROTO_METHOD_SIDES_)
+#undef PROTO_METHOD_SIDES_
+};
+
 const char *proto_method_name(proto_method_t method) {
   return (unsigned)method < PROTO_M_COUNT ? method_names[method] : NULL;
 }
 
 int proto_method_from_name(const char *name, size_t len) {
   for (int m = 0; m < PROTO_M_COUNT; m++)
-    if (strlen(method_names[m]) == len && memcmp(method_names[m], name, len) == 0) return m;
+    if (method_name_lens[m] == len && memcmp(method_names[m], name, len) == 0) return m;
   return -1;
 }
 
@@ -510,17 +527,14 @@ const schema_spec_t *proto_result_row(proto_method_t m) {
   return (unsigned)m < PROTO_M_COUNT ? &methods[m].result : NULL;
 }
 
-static void ctx_init(schema_ctx_t *ctx, proto_method_t m, const char *side, bool strict,
+static void ctx_init(schema_ctx_t *ctx, proto_method_t m, int side, bool strict,
                      msgpack_zone *zone, pto_error_t *err) {
   memset(ctx, 0, sizeof(*ctx));
   ctx->err = err;
   ctx->zone = zone;
   ctx->strict = strict;
   ctx->method = method_names[m];
-  schema_cat(ctx->what_buf, sizeof(ctx->what_buf), method_names[m]);
-  schema_cat(ctx->what_buf, sizeof(ctx->what_buf), " ");
-  schema_cat(ctx->what_buf, sizeof(ctx->what_buf), side);
-  ctx->what = ctx->what_buf;
+  ctx->what = method_sides[m][side];
 }
 
 static int bad_method(pto_error_t *err, proto_method_t m) {
@@ -539,7 +553,7 @@ int proto_params_decode(proto_method_t method, const msgpack_object *params, msg
   if (!ret) ret = &scratch;
   memset(ret, 0, sizeof(*ret));
   schema_init(sc, ret);
-  ctx_init(&ctx, method, "params", true, zone, ret_err);
+  ctx_init(&ctx, method, SIDE_PARAMS, true, zone, ret_err);
   return schema_decode_map(&ctx, sc, params ? params : &empty, ret, NULL);
 }
 
@@ -567,7 +581,7 @@ int proto_result_decode(proto_method_t method, const msgpack_object *result, msg
   root = &methods[method].result;
   memset(ret, 0, sizeof(*ret));
   if (root->kind == SK_MAP) schema_init(root->sub, ret);
-  ctx_init(&ctx, method, "result", false, zone, ret_err);
+  ctx_init(&ctx, method, SIDE_RESULT, false, zone, ret_err);
   return schema_decode(&ctx, root, result, ret);
 }
 

@@ -15,7 +15,7 @@ typedef struct header {
   uint32_t len;      /* header bytes, first byte included */
   uint32_t size_len; /* bytes of the big-endian length/count/value after the first byte */
   uint32_t fixed;    /* payload size known from the first byte (fixstr, fixext) */
-  const char *what;  /* for messages */
+  uint8_t first;     /* the first byte, for messages (header_name) */
 } header_t;
 
 static uint64_t read_be(const uint8_t *p, uint32_t n) {
@@ -28,40 +28,50 @@ static uint64_t read_be(const uint8_t *p, uint32_t n) {
 static bool classify(uint8_t b, header_t *h) {
   static const uint32_t pow2[4] = {1, 2, 4, 8};
   /* nil, false, true unless a case below says otherwise */
-  header_t x = {.kind = ELEM_SCALAR, .len = 1, .what = "value"};
+  header_t x = {.kind = ELEM_SCALAR, .len = 1};
   if (b <= 0x7f || b >= 0xe0)
     x.kind = ELEM_INT;
   else if (b <= 0x8f)
-    x = (header_t){.kind = ELEM_MAP, .len = 1, .fixed = b & 0x0fu, .what = "map header"};
+    x = (header_t){.kind = ELEM_MAP, .len = 1, .fixed = b & 0x0fu};
   else if (b <= 0x9f)
-    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .fixed = b & 0x0fu, .what = "array header"};
+    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .fixed = b & 0x0fu};
   else if (b <= 0xbf)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .fixed = b & 0x1fu, .what = "str header"};
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .fixed = b & 0x1fu};
   else if (b == 0xc1)
     return false;
   else if (b >= 0xc4 && b <= 0xc6)
-    x = (header_t){
-        .kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xc4], .what = "bin header"};
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xc4]};
   else if (b >= 0xc7 && b <= 0xc9) /* ext: length, then a type byte that belongs to the header */
-    x = (header_t){
-        .kind = ELEM_PAYLOAD, .len = 2, .size_len = pow2[b - 0xc7], .what = "ext header"};
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .size_len = pow2[b - 0xc7]};
   else if (b == 0xca || b == 0xcb)
     x.len = b == 0xca ? 5 : 9;
   else if (b >= 0xcc && b <= 0xd3)
-    x = (header_t){.kind = ELEM_INT, .len = 1 + pow2[(b - 0xcc) & 3u], .what = "value"};
+    x = (header_t){.kind = ELEM_INT, .len = 1 + pow2[(b - 0xcc) & 3u]};
   else if (b >= 0xd4 && b <= 0xd8)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .fixed = 1u << (b - 0xd4), .what = "ext header"};
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .fixed = 1u << (b - 0xd4)};
   else if (b >= 0xd9 && b <= 0xdb)
-    x = (header_t){
-        .kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xd9], .what = "str header"};
+    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xd9]};
   else if (b == 0xdc || b == 0xdd)
-    x = (header_t){
-        .kind = ELEM_ARRAY, .len = 1, .size_len = b == 0xdc ? 2 : 4, .what = "array header"};
+    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .size_len = b == 0xdc ? 2 : 4};
   else if (b == 0xde || b == 0xdf)
-    x = (header_t){.kind = ELEM_MAP, .len = 1, .size_len = b == 0xde ? 2 : 4, .what = "map header"};
+    x = (header_t){.kind = ELEM_MAP, .len = 1, .size_len = b == 0xde ? 2 : 4};
   x.len += x.size_len;
+  x.first = b;
   *h = x;
   return true;
+}
+
+/* What a header is, for messages. */
+static const char *header_name(const header_t *h) {
+  uint8_t b = h->first;
+  switch (h->kind) {
+    case ELEM_MAP: return "map header";
+    case ELEM_ARRAY: return "array header";
+    case ELEM_PAYLOAD:
+      if ((b >= 0xa0 && b <= 0xbf) || (b >= 0xd9 && b <= 0xdb)) return "str header";
+      return b >= 0xc4 && b <= 0xc6 ? "bin header" : "ext header";
+    default: return "value";
+  }
 }
 
 /* The value of an integer header, and whether it is >= 0. */
@@ -91,15 +101,19 @@ void proto_reader_init(proto_reader_t *r, size_t max_message) {
   proto_reader_reset(r);
 }
 
+/* Field by field: remaining[d] for d >= 1 is written whenever depth d is
+ * opened, so the array is not cleared for every message. */
 void proto_reader_reset(proto_reader_t *r) {
-  size_t max = r->max_message;
-  uint64_t max_objects = r->max_objects;
-  memset(r, 0, sizeof(*r));
-  r->max_message = max;
-  r->max_objects = max_objects;
+  r->offset = 0;
   r->need = 1;
-  r->remaining[0] = 1;
+  r->skip = 0;
+  r->objects = 0;
   r->declared = 1;
+  r->depth = 0;
+  r->top_count = 0;
+  r->has_msgid = false;
+  r->msgid = 0;
+  r->remaining[0] = 1;
 }
 
 void proto_reader_set_limits(proto_reader_t *r, size_t max_message, uint64_t max_objects) {
@@ -128,8 +142,8 @@ static int too_large(proto_reader_t *r, const header_t *h, uint64_t claim, uint6
   char what[96];
   const char *unit = h->kind == ELEM_ARRAY ? "elements" : h->kind == ELEM_MAP ? "entries" : "bytes";
   if (claim > 0)
-    snprintf(what, sizeof(what), "the %s at byte %zu claims %" PRIu64 " %s", h->what, r->offset,
-             claim, unit);
+    snprintf(what, sizeof(what), "the %s at byte %zu claims %" PRIu64 " %s", header_name(h),
+             r->offset, claim, unit);
   else
     snprintf(what, sizeof(what), "it is still incomplete at byte %zu", r->offset);
   pto_error_set(err, PTO_E_MESSAGE_TOO_LARGE,

@@ -121,14 +121,21 @@ static int check_structure(const void *data, size_t len, pto_error_t *err) {
 
 int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
                  proto_envelope_t *ret_env, pto_error_t *ret_err) {
+  int rc = check_structure(data, len, ret_err);
+  if (rc < 0) {
+    memset(ret_env, 0, sizeof(*ret_env));
+    return rc;
+  }
+  return proto_decode_delimited(data, len, unpacked, ret_env, ret_err);
+}
+
+int proto_decode_delimited(const void *data, size_t len, msgpack_unpacked *unpacked,
+                           proto_envelope_t *ret_env, pto_error_t *ret_err) {
   const msgpack_object *root;
   size_t off = 0;
   msgpack_unpack_return ur;
-  int rc;
 
   memset(ret_env, 0, sizeof(*ret_env));
-  rc = check_structure(data, len, ret_err);
-  if (rc < 0) return rc;
   if (unpacked->zone) {
     /* Decode into the caller's zone (msgpack_unpack: the same parser, into
      * a given zone). */

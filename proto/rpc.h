@@ -82,6 +82,14 @@ typedef struct proto_envelope {
 int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
                  proto_envelope_t *ret_env, pto_error_t *ret_err);
 
+/* proto_decode for a message a proto_reader delimited: data[0..len) is
+ * exactly the message proto_reader_feed returned 1 for, so its depth is
+ * bounded and every count and length it claims lies within len; its
+ * structure is not walked a second time.  Returns and fills what
+ * proto_decode does. */
+int proto_decode_delimited(const void *data, size_t len, msgpack_unpacked *unpacked,
+                           proto_envelope_t *ret_env, pto_error_t *ret_err);
+
 /* A zone for proto_decode sized for `objects` decoded objects and `extra`
  * bytes more (what decoding params adds), freed by msgpack_zone_free (or
  * msgpack_unpacked_destroy once it is unpacked->zone).  NULL: no memory. */

@@ -190,22 +190,24 @@ static void arena_result(rt_arena_result_t *ret, bool hit, uint64_t build_us, ui
   ret->bytes = bytes;
 }
 
-/* Whether the slot holds the arena of `sizing` (key: its pto_sizing_key);
- * a lookup (not a prewarm) counts as a hit or a miss. */
-static bool arena_cached(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t key,
-                         bool lookup) {
+/* Whether the slot holds the arena of `sizing`; a hit counts when it is a
+ * lookup (not a prewarm).  A miss is counted by arena_count_miss once the
+ * sizing is known to be valid. */
+static bool arena_cached(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, bool lookup) {
   const rt_arena_t *a = &rt->arena;
   bool hit;
   pthread_mutex_lock(&rt->stats_lock);
-  hit = a->valid && a->key == key && pto_sizing_equal(&a->sizing, sizing);
-  if (lookup) {
-    if (hit)
-      rt->cache.hits++;
-    else
-      rt->cache.misses++;
-  }
+  hit = a->valid && pto_sizing_equal(&a->sizing, sizing);
+  if (hit && lookup) rt->cache.hits++;
   pthread_mutex_unlock(&rt->stats_lock);
   return hit;
+}
+
+static void arena_count_miss(rt_runtime_t *rt, bool lookup) {
+  if (!lookup) return;
+  pthread_mutex_lock(&rt->stats_lock);
+  rt->cache.misses++;
+  pthread_mutex_unlock(&rt->stats_lock);
 }
 
 /* Grow-only: keep a region that is large enough, unless keeping it would
@@ -280,20 +282,24 @@ static int arena_build(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, ui
 int arena_ensure(rt_runtime_t *rt, const pto_sizing_resolved_t *sizing, uint64_t bytes_available,
                  bool lookup, rt_arena_result_t *ret, pto_error_t *err) {
   rt_arena_t *a = &rt->arena;
-  uint64_t key = pto_sizing_key(sizing), need_meta, need_heap, need, build_us = 0;
+  uint64_t key, need_meta, need_heap, need, build_us = 0;
   arena_layout_t l;
   int rc;
 
+  /* The slot's sizing was checked and keyed when its arena was built: the
+   * same sizing again (every dispatch of one serving loop) skips both. */
+  if (arena_cached(rt, sizing, lookup)) {
+    arena_result(ret, true, 0, a->key,
+                 arena_region_bytes(rt->dev, &a->meta) + arena_region_bytes(rt->dev, &a->heap));
+    return 0;
+  }
   for (int f = 0; f < PTO_FIELD_COUNT; f++)
     for (int r = 0; r < PTO_RING_COUNT; r++) {
       rc = pto_sizing_check_value((pto_ring_field_t)f, sizing->value[f][r], err);
       if (rc) return rc;
     }
-  if (arena_cached(rt, sizing, key, lookup)) {
-    arena_result(ret, true, 0, key,
-                 arena_region_bytes(rt->dev, &a->meta) + arena_region_bytes(rt->dev, &a->heap));
-    return 0;
-  }
+  arena_count_miss(rt, lookup);
+  key = pto_sizing_key(sizing);
 
   if (!arena_layout(sizing, &l)) return arena_oom(err, UINT64_MAX, bytes_available);
   need_meta = dev_mem_round(rt->dev, l.meta_bytes);

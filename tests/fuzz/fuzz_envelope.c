@@ -16,6 +16,8 @@
  *   - what the daemon sends back for a failure (an error response to the
  *     msgid, or the "error" notification) decodes again, and
  *     proto_error_decode gives back the same code and message;
+ *   - proto_decode_delimited (the daemon's decode, after its reader) says
+ *     the same as proto_decode of every input the reader delimits exactly;
  *   - a response's error map decodes with proto_error_decode to a code > 0
  *     and a message, or fails with an INTERNAL explanation; re-encoded with
  *     proto_pack_error_map, it decodes to the same fields.
@@ -169,6 +171,33 @@ static void check_success(const proto_envelope_t *env, const msgpack_object *roo
   }
 }
 
+/* The daemon's decode (proto_decode_delimited, after its reader) must say
+ * what proto_decode said of a message the reader delimits exactly. */
+static void check_delimited(const uint8_t *data, size_t len, int rc, const proto_envelope_t *env,
+                            const pto_error_t *err) {
+  msgpack_unpacked up;
+  proto_envelope_t denv;
+  pto_error_t derr;
+  proto_reader_t r;
+  size_t n = 0;
+  int drc;
+  proto_reader_init(&r, len > 0 ? len : 1);
+  if (proto_reader_feed(&r, data, len, &n, NULL) != 1 || n != len) return;
+  msgpack_unpacked_init(&up);
+  pto_error_clear(&derr);
+  drc = proto_decode_delimited(data, len, &up, &denv, &derr);
+  if (drc != -PTO_E_INTERNAL && rc != -PTO_E_INTERNAL) {
+    FUZZ_CHECK(drc == rc, "proto_decode_delimited returned %d, proto_decode %d", drc, rc);
+    FUZZ_CHECK(strcmp(derr.message, err->message) == 0, "delimited says '%s', proto_decode '%s'",
+               derr.message, err->message);
+    FUZZ_CHECK(denv.type == env->type && denv.msgid == env->msgid &&
+                   denv.has_msgid == env->has_msgid && denv.answerable == env->answerable &&
+                   denv.method_len == env->method_len,
+               "proto_decode_delimited's envelope differs from proto_decode's");
+  }
+  msgpack_unpacked_destroy(&up);
+}
+
 static void check_one(const uint8_t *data, size_t len) {
   msgpack_unpacked mine, theirs;
   proto_envelope_t env;
@@ -184,6 +213,7 @@ static void check_one(const uint8_t *data, size_t len) {
 
   pto_error_clear(&err);
   rc = proto_decode(data, len, &theirs, &env, &err);
+  check_delimited(data, len, rc, &env, &err);
   if (rc == -PTO_E_INTERNAL) goto out; /* out of memory */
   FUZZ_CHECK(rc == 0 || rc == -PTO_E_INVALID_REQUEST, "proto_decode returned %d", rc);
   FUZZ_CHECK((rc == 0) == o.ok, "proto_decode returned %d (%s), the protocol says %s", rc,

@@ -8,6 +8,7 @@
 
 #include "check_main.h"
 #include "msgpack_build.h"
+#include "reader.h"
 #include "rpc.h"
 
 typedef struct msg {
@@ -364,6 +365,46 @@ START_TEST(classification) {
 }
 END_TEST
 
+/* What proto_decode_delimited (the daemon's path, after its reader) says
+ * about every message of the table a reader delimits whole: the same as
+ * proto_decode, which walks the structure itself first. */
+START_TEST(delimited_classifies_the_same) {
+  size_t i = (size_t)_i, len = 0;
+  proto_reader_t r;
+  msg_t m, d;
+  msg_decode(&m, bad_messages[i].text);
+  proto_reader_init(&r, 4096);
+  if (proto_reader_feed(&r, m.sb.data, m.sb.size, &len, NULL) != 1 || len != m.sb.size) {
+    msg_free(&m); /* the reader stops it: proto_decode's own check covers it */
+    return;
+  }
+  msgpack_unpacked_init(&d.up);
+  pto_error_clear(&d.err);
+  d.rc = proto_decode_delimited(m.sb.data, m.sb.size, &d.up, &d.env, &d.err);
+  ck_assert_int_eq(d.rc, m.rc);
+  ck_assert_str_eq(d.err.message, m.err.message);
+  ck_assert(d.env.answerable == m.env.answerable);
+  ck_assert(d.env.has_msgid == m.env.has_msgid);
+  ck_assert_uint_eq(d.env.msgid, m.env.msgid);
+  msgpack_unpacked_destroy(&d.up);
+  msg_free(&m);
+}
+END_TEST
+
+START_TEST(delimited_request) {
+  msg_t m;
+  m.sb = mb_build("[0, 9, \"dispatch\", [{\"program\": \"noop\"}]]");
+  msgpack_unpacked_init(&m.up);
+  m.rc = proto_decode_delimited(m.sb.data, m.sb.size, &m.up, &m.env, &m.err);
+  ck_assert_int_eq(m.rc, 0);
+  ck_assert_int_eq(m.env.type, PROTO_MSG_REQUEST);
+  ck_assert_uint_eq(m.env.msgid, 9);
+  ck_assert(proto_envelope_method_is(&m.env, "dispatch"));
+  ck_assert_uint_eq(m.env.params->via.map.size, 1);
+  msg_free(&m);
+}
+END_TEST
+
 START_TEST(depth_33_unparseable) {
   msg_t m;
   char deep[40];
@@ -462,6 +503,9 @@ static Suite *rpc_suite(void) {
   tcase_add_test(tc, error_notification);
   tcase_add_test(tc, error_decode_is_lenient);
   tcase_add_loop_test(tc, classification, 0, (int)(sizeof(bad_messages) / sizeof(bad_messages[0])));
+  tcase_add_loop_test(tc, delimited_classifies_the_same, 0,
+                      (int)(sizeof(bad_messages) / sizeof(bad_messages[0])));
+  tcase_add_test(tc, delimited_request);
   tcase_add_test(tc, depth_33_unparseable);
   tcase_add_test(tc, reserve_then_pack_does_not_reallocate);
   tcase_add_test(tc, decode_into_a_sized_zone);
