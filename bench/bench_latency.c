@@ -23,7 +23,8 @@
  *             process of its own, run after the interleaved ones)
  * and the peer baseline a user would otherwise pick (zmq_peer.h): a ZeroMQ
  * REQ/REP round trip over ipc:// with msgpack messages of the same sizes,
- * back to back and after 20 ms idle.
+ * back to back and after 20 ms idle.  client_vs_zmq splits into
+ * client_vs_raw (what libptoclient adds) times raw_vs_zmq (the daemon's).
  * The idle loops interleave sample by sample (sleep, ping-pong; sleep,
  * ZeroMQ; sleep, dispatch on one daemon; sleep, the other...), so every
  * kind sees the same machine.  Also: the daemon's CPU time per dispatch and the cores it
@@ -479,6 +480,15 @@ static const ratio_t ratios[] = {
      "libptoclient dispatch / ZeroMQ REQ/REP round trip, back to back, same rep"},
     {"client_vs_zmq_idle20", K_CLIENT_IDLE20, K_ZMQ_IDLE20, false, false,
      "libptoclient dispatch / ZeroMQ REQ/REP round trip, after 20 ms idle, interleaved"},
+    /* The two halves of client_vs_zmq: what the client adds, what the daemon takes. */
+    {"client_vs_raw", K_CLIENT, K_RAW_B2B, true, false,
+     "libptoclient dispatch / raw msgpack client, back to back, same rep (the client's share)"},
+    {"client_vs_raw_idle20", K_CLIENT_IDLE20, K_RAW_IDLE20, true, false,
+     "libptoclient dispatch / raw msgpack client, after 20 ms idle, interleaved"},
+    {"raw_vs_zmq_b2b", K_RAW_B2B, K_ZMQ_B2B, false, false,
+     "raw dispatch / ZeroMQ REQ/REP round trip, back to back, same rep (the daemon's share)"},
+    {"raw_vs_zmq_idle20", K_RAW_IDLE20, K_ZMQ_IDLE20, false, false,
+     "raw dispatch / ZeroMQ REQ/REP round trip, after 20 ms idle, interleaved"},
 };
 
 /* Each daemon's series: key, kind (the daemon's index added), what it is. */

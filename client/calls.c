@@ -16,14 +16,16 @@ static int missing(pto_error_t *err, const char *method, const char *what) {
   return client_error(err, PTO_E_INVALID_ARGUMENT, "A '%s' request needs %s.", method, what);
 }
 
-/* Dispatch arguments in proto's form, in a malloc'ed array (*ret_args). */
-static int convert_args(const pto_dispatch_arg_t *in, uint32_t nargs, proto_arg_t **ret_args,
-                        pto_error_t *err) {
+/* Dispatch arguments in proto's form (*ret_args): in rp->few when they
+ * fit (no allocation per request), else in a malloc'ed array. */
+static int convert_args(const pto_dispatch_arg_t *in, uint32_t nargs, client_request_params_t *rp,
+                        proto_arg_t **ret_args, pto_error_t *err) {
   proto_arg_t *args;
   *ret_args = NULL;
   if (nargs == 0) return 0;
-  args = calloc(nargs, sizeof(*args));
+  args = nargs <= CLIENT_FEW_ARGS ? rp->few : calloc(nargs, sizeof(*args));
   if (!args) return client_error(err, PTO_E_NO_MEMORY, NULL);
+  if (args == rp->few) memset(args, 0, nargs * sizeof(*args));
   for (uint32_t i = 0; i < nargs; i++) {
     const pto_dispatch_arg_t *a = &in[i];
     proto_arg_t *p = &args[i];
@@ -57,7 +59,7 @@ static int convert_args(const pto_dispatch_arg_t *in, uint32_t nargs, proto_arg_
     }
     continue;
   bad:
-    free(args);
+    if (args != rp->few) free(args);
     if (a->kind == PTO_ARG_SHM_INVALID_)
       return client_error(err, PTO_E_INVALID_ARGUMENT,
                           "Dispatch argument %u is invalid: pto_arg_shm() needs a region and the "
@@ -147,9 +149,11 @@ static const req_def_t requests[PROTO_M_COUNT] = {
     [PTO_METHOD_SHM_UNREGISTER] = {.not_sendable = true},
 };
 
-/* One row.  *ret_args gets the converted arguments, for the caller to free. */
-static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_t *p,
-                     proto_arg_t **ret_args, pto_error_t *err) {
+/* One row into rp->p.  rp->args gets the converted arguments, for
+ * client_request_params_free. */
+static int apply_row(const req_row_t *r, const pto_request_t *req, client_request_params_t *rp,
+                     pto_error_t *err) {
+  proto_params_t *p = &rp->p;
   const char *from = (const char *)req + r->from;
   char *to = (char *)p + r->to;
   const void *ptr;
@@ -174,8 +178,8 @@ static int apply_row(const req_row_t *r, const pto_request_t *req, proto_params_
       uint32_t n = (uint32_t)schema_load_uint((const char *)req + r->from_len, r->len_size);
       if (n && !ptr) return missing(err, pto_method_name(req->method), r->what);
       memcpy((char *)p + r->to_len, &n, sizeof(n));
-      int rc = convert_args(ptr, n, ret_args, err);
-      memcpy(to, ret_args, sizeof(*ret_args));
+      int rc = convert_args(ptr, n, rp, &rp->args, err);
+      memcpy(to, &rp->args, sizeof(rp->args));
       return rc;
     }
     case RQ_DEADLINE: {
@@ -194,7 +198,9 @@ int client_request_params(const pto_request_t *req, client_request_params_t *ret
   const req_def_t *def;
   int rc = 0;
 
-  memset(ret, 0, sizeof(*ret));
+  memset(&ret->p, 0, sizeof(ret->p));
+  ret->params = NULL;
+  ret->args = NULL;
   if ((unsigned)req->method >= PROTO_M_COUNT)
     return client_error(err, PTO_E_INVALID_ARGUMENT, "There is no method number %d.",
                         (int)req->method);
@@ -206,7 +212,7 @@ int client_request_params(const pto_request_t *req, client_request_params_t *ret
                         "with pto_shm_free().",
                         pto_method_name(req->method));
   for (size_t i = 0; i < def->nrows && rc == 0; i++)
-    rc = apply_row(&def->rows[i], req, &ret->p, &ret->args, err);
+    rc = apply_row(&def->rows[i], req, ret, err);
   if (rc < 0) {
     client_request_params_free(ret);
     return rc;
@@ -216,7 +222,7 @@ int client_request_params(const pto_request_t *req, client_request_params_t *ret
 }
 
 void client_request_params_free(client_request_params_t *rp) {
-  free(rp->args);
+  if (rp->args != rp->few) free(rp->args);
   rp->args = NULL;
   rp->params = NULL;
 }

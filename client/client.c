@@ -176,6 +176,7 @@ int pto_client_connect(const char *socket_path, int timeout_ms, pto_client_t **r
   c->shm.feature = -1;
   proto_reader_init(&c->reader, CLIENT_MAX_MESSAGE);
   msgpack_sbuffer_init(&c->out.sb);
+  msgpack_sbuffer_init(&c->out.held);
   *ret_client = c;
   return 0;
 }
@@ -277,11 +278,15 @@ int pto_client_env_sizing_note(char *buf, size_t len) {
 void pto_client_close(pto_client_t *c) {
   if (!c) return;
   client_shm_detach_all(c);
+  /* Requests still held go out as they would have at send (send.c), as
+   * far as the socket takes them without waiting. */
+  (void)conn_flush(c, 0);
   if (c->fd >= 0) close(c->fd);
   for (size_t i = 0; i < c->nslots; i++) slot_release(&c->slots[i]);
   free(c->slots);
   rxbuf_destroy(&c->rx);
   msgpack_sbuffer_destroy(&c->out.sb);
+  msgpack_sbuffer_destroy(&c->out.held);
   proto_refbuf_free(&c->out.refs);
   free(c->out.iov);
   pto_result_free(c->error_dfx);

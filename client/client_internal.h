@@ -48,14 +48,17 @@ void client_config_to_proto(const pto_config_t *config, proto_config_t *ret);
 
 /* req as proto's params: ret->params (NULL for a method without params)
  * points at ret->p, whose pointers are req's own (and ret->args, the
- * converted dispatch arguments), so they are valid while req and ret are.
- * Free with client_request_params_free.  Returns 0,
+ * converted dispatch arguments: ret->few for up to CLIENT_FEW_ARGS, else
+ * malloc'ed), so they are valid while req and ret are, where ret is (it
+ * must not be copied).  Free with client_request_params_free.  Returns 0,
  * -PTO_E_INVALID_ARGUMENT (NULL where a pointer is needed, a bad kind) or
  * -PTO_E_NO_MEMORY, with err filled (and nothing to free). */
+#define CLIENT_FEW_ARGS 8
 typedef struct client_request_params {
   proto_params_t p;
   const proto_params_t *params;
   proto_arg_t *args;
+  proto_arg_t few[CLIENT_FEW_ARGS];
 } client_request_params_t;
 
 int client_request_params(const pto_request_t *req, client_request_params_t *ret,
@@ -150,6 +153,9 @@ int rxbuf_reserve(rxbuf_t *rx, size_t want);
 /* Take the message [start, start + len) out.  Returns 0 or -PTO_E_NO_MEMORY
  * (nothing changed). */
 int rxbuf_take(rxbuf_t *rx, size_t len, rxbuf_msg_t *ret);
+/* Take it out into dst (len bytes of the caller's): for a message shorter
+ * than RXBUF_CHUNK kept in memory of its own result's. */
+void rxbuf_take_into(rxbuf_t *rx, size_t len, uint8_t *dst);
 void rxbuf_msg_release(rxbuf_msg_t *msg);
 
 /* --- reply.c --------------------------------------------------------------- */

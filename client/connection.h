@@ -40,12 +40,16 @@ typedef struct slot {
 
 /* The request being sent: its encoded bytes, the large bodies sent from
  * where they lie between them (refs.sb is &sb), and the iovecs of both
- * (kept between requests, grown as needed). */
+ * (kept between requests, grown as needed).  held: whole small requests
+ * sent by the caller but not yet written (send.c says when that is), the
+ * first held_sent of its bytes already on the wire. */
 typedef struct send_out {
   msgpack_sbuffer sb;
   proto_refbuf_t refs;
   struct iovec *iov;
   size_t iov_cap;
+  msgpack_sbuffer held;
+  size_t held_sent;
 } send_out_t;
 
 struct pto_client {
@@ -87,6 +91,8 @@ int slot_collect(pto_client_t *c, slot_t *s, void **ret_result, pto_error_t *err
 /* The method whose result shape msgid's answer has, -1 if none is awaited
  * (client_reply_decode's method_of). */
 int slot_method_of(pto_client_t *c, uint32_t msgid);
+/* Whether an answer received waits to be collected (a SLOT_DONE slot). */
+bool slot_answer_waiting(const pto_client_t *c);
 /* Apply one decoded answer to its slot. */
 void conn_deliver(pto_client_t *c, reply_outcome_t *o);
 /* The connection cannot be used any more.  why: the daemon's error
@@ -95,6 +101,15 @@ void conn_deliver(pto_client_t *c, reply_outcome_t *o);
 void conn_kill(pto_client_t *c, const pto_error_t *why);
 /* Copy why the connection died into err (may be NULL); returns -code. */
 int conn_dead_error(const pto_client_t *c, pto_error_t *err);
+
+/* --- send.c ---------------------------------------------------------------- */
+
+/* Whether requests are held, not yet written (never on a dead connection). */
+bool conn_holding(const pto_client_t *c);
+/* Write the held requests, reading answers meanwhile, at most until
+ * deadline.  Returns 0, -PTO_E_TIMEOUT (what was not written stays held:
+ * the connection is still usable) or -1 (the connection died). */
+int conn_flush(pto_client_t *c, int64_t deadline);
 
 /* --- receive.c -------------------------------------------------------------- */
 

@@ -75,6 +75,12 @@ int slot_method_of(pto_client_t *c, uint32_t msgid) {
   return s && s->state == SLOT_SENT ? (int)s->decode : -1;
 }
 
+bool slot_answer_waiting(const pto_client_t *c) {
+  for (size_t i = 0; i < c->nslots; i++)
+    if (c->slots[i].state == SLOT_DONE) return true;
+  return false;
+}
+
 /* --- a dead connection --------------------------------------------------------- */
 
 static void lost_message(const pto_client_t *c, const slot_t *s, pto_error_t *err) {
@@ -201,6 +207,10 @@ int client_wait_until(pto_client_t *c, uint32_t msgid, int64_t deadline, void **
                           msgid);
     if (s->state == SLOT_DONE) return slot_collect(c, s, ret_result, err);
     if (c->dead) return conn_dead_error(c, err); /* not reached: kill finishes every slot */
+    if (conn_holding(c)) { /* the answer may be to a request still held (send.c) */
+      if (conn_flush(c, deadline) == -PTO_E_TIMEOUT) return timeout_error(c, s, err);
+      continue;
+    }
     if (conn_poll(c, POLLIN, deadline) == 0) return timeout_error(c, s, err);
     conn_read(c);
   }
@@ -230,12 +240,16 @@ int pto_client_wait_any(pto_client_t *c, int timeout_ms, uint32_t *ret_msgid, vo
     if (!waiting)
       return client_error(ret_err, PTO_E_INVALID_ARGUMENT,
                           "No request is pending on this connection.");
-    if (conn_poll(c, POLLIN, deadline) == 0)
-      return client_error(ret_err, PTO_E_TIMEOUT,
-                          "ptod at '%s' answered none of the %zu pending requests within the "
-                          "timeout.",
-                          c->path, pto_client_pending(c));
+    if (conn_holding(c)) { /* the requests still held first (send.c) */
+      if (conn_flush(c, deadline) == -PTO_E_TIMEOUT) break;
+      continue;
+    }
+    if (conn_poll(c, POLLIN, deadline) == 0) break;
     conn_read(c);
   }
+  return client_error(ret_err, PTO_E_TIMEOUT,
+                      "ptod at '%s' answered none of the %zu pending requests within the "
+                      "timeout.",
+                      c->path, pto_client_pending(c));
 }
 

@@ -116,14 +116,18 @@ static int lend(rxbuf_t *rx, size_t len, rxbuf_msg_t *ret) {
   return 0;
 }
 
+void rxbuf_take_into(rxbuf_t *rx, size_t len, uint8_t *dst) {
+  memcpy(dst, rx->blk->data + rx->start, len);
+  rx->start += len;
+  if (rx->start == rx->end) rx->start = rx->end = 0;
+}
+
 int rxbuf_take(rxbuf_t *rx, size_t len, rxbuf_msg_t *ret) {
   uint8_t *copy;
   if (rx->start == 0 && len >= RXBUF_CHUNK) return lend(rx, len, ret);
   copy = malloc(len ? len : 1);
   if (!copy) return -PTO_E_NO_MEMORY;
-  memcpy(copy, rx->blk->data + rx->start, len);
-  rx->start += len;
-  if (rx->start == rx->end) rx->start = rx->end = 0;
+  rxbuf_take_into(rx, len, copy);
   *ret = (rxbuf_msg_t){.bytes = copy, .len = len, .dock = NULL};
   return 0;
 }

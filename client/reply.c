@@ -19,7 +19,8 @@
 
 typedef struct reply {
   msgpack_unpacked up;
-  rxbuf_msg_t msg; /* the whole message */
+  rxbuf_msg_t msg;   /* the whole message */
+  bool msg_inside;   /* msg.bytes lie in this allocation, after outputs[] */
   size_t result_off; /* where the result object starts in bytes */
   proto_result_t r; /* the public result structs, decoded into in place */
   proto_bytes_t outputs[]; /* a dispatch's outputs, read the fast way */
@@ -40,7 +41,7 @@ static reply_t *reply_of(const void *result) {
 static void reply_destroy(reply_t *rp) {
   if (!rp) return;
   msgpack_unpacked_destroy(&rp->up);
-  rxbuf_msg_release(&rp->msg);
+  if (!rp->msg_inside) rxbuf_msg_release(&rp->msg);
   free(rp);
 }
 
@@ -225,11 +226,18 @@ int client_reply_fast(pto_client_t *c, rxbuf_t *rx,
   uint32_t msgid;
   size_t len = proto_dispatch_response_match(at, rx->end - rx->start, &seen_sizing, &msgid, &r,
                                              outs, FAST_OUTPUTS_MAX);
+  size_t head = sizeof(reply_t) + r.noutputs * sizeof(proto_bytes_t);
+  bool inside = len < RXBUF_CHUNK; /* one allocation per answer: the result and its bytes */
   reply_t *rp;
   if (len == 0 || method_of(c, msgid) != PROTO_M_DISPATCH) return 0;
-  rp = calloc(1, sizeof(*rp) + r.noutputs * sizeof(proto_bytes_t));
+  rp = malloc(head + (inside ? len : 0));
   if (!rp) return -PTO_E_NO_MEMORY;
-  if (rxbuf_take(rx, len, &rp->msg) < 0) {
+  memset(rp, 0, head);
+  if (inside) {
+    rp->msg = (rxbuf_msg_t){.bytes = (uint8_t *)rp + head, .len = len};
+    rp->msg_inside = true;
+    rxbuf_take_into(rx, len, rp->msg.bytes);
+  } else if (rxbuf_take(rx, len, &rp->msg) < 0) {
     free(rp);
     return -PTO_E_NO_MEMORY;
   }

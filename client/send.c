@@ -8,7 +8,22 @@
  * the request goes out as one sendmsg() of [encoded piece, payload,
  * encoded piece, ...].  msgpack-c writes headers from a few bytes on its
  * stack, so a piece that long is always a body in the params' memory —
- * the caller's, which holds still until the send returns. */
+ * the caller's, which holds still until the send returns.
+ *
+ * When a request reaches the wire: at once (one sendmsg, before
+ * pto_client_send returns), except a small one (no body by reference, no
+ * fd) sent while answers already received wait to be collected.  Then the
+ * caller is working through a batch of answers and sends as it goes (the
+ * pipelining loop: collect one, send one), so the request is held, and the
+ * held requests go out together with the next request written at once,
+ * or before any wait of this connection polls the socket (pending.c), a
+ * cancel, or pto_client_close; and at once when they would pass
+ * OUT_HOLD_MAX bytes.  A loop that collects a batch and sends as many
+ * writes them in one system call, not one each: the writes were most of
+ * the client's CPU per pipelined request.  Nothing is held when no answer
+ * waits, so a request sent after its predecessors' answers were collected
+ * (a serving loop overlapping the device with its own work) is on the
+ * wire when the send returns. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -38,17 +53,34 @@ static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
   return rc < 0 ? rc : proto_params_pack_priority(&pk, method, params, priority);
 }
 
-/* The encoded request as iovecs in c->out.iov (pointing into the sbuffer,
- * so made once encoding is done); returns their count or -1. */
+/* The most bytes of small requests held back (see above). */
+#define OUT_HOLD_MAX ((size_t)64 * 1024)
+
+/* The held bytes not written yet. */
+static size_t held_unsent(const send_out_t *o) { return o->held.size - o->held_sent; }
+
+/* written bytes of the held ones went out. */
+static void held_written(send_out_t *o, size_t written) {
+  o->held_sent += written < held_unsent(o) ? written : held_unsent(o);
+  if (o->held_sent == o->held.size) {
+    msgpack_sbuffer_clear(&o->held);
+    o->held_sent = 0;
+  }
+}
+
+/* The held bytes, then the encoded request, as iovecs in c->out.iov
+ * (pointing into the sbuffers, so made once encoding is done); returns
+ * their count or -1. */
 static int make_iov(send_out_t *o) {
-  size_t need = proto_refbuf_iov_max(&o->refs);
+  size_t need = proto_refbuf_iov_max(&o->refs) + 1, n = 0;
   if (need > o->iov_cap) {
     struct iovec *grown = realloc(o->iov, need * sizeof(*grown));
     if (!grown) return -1;
     o->iov = grown;
     o->iov_cap = need;
   }
-  return (int)proto_refbuf_iov(&o->refs, o->iov);
+  if (held_unsent(o)) o->iov[n++] = (struct iovec){o->held.data + o->held_sent, held_unsent(o)};
+  return (int)(n + proto_refbuf_iov(&o->refs, o->iov + n));
 }
 
 /* --- writing -------------------------------------------------------------- */
@@ -113,29 +145,77 @@ static int conn_write(pto_client_t *c, struct iovec *iov, size_t n, int pass_fd,
   return 0;
 }
 
+bool conn_holding(const pto_client_t *c) { return !c->dead && held_unsent(&c->out) > 0; }
+
+int conn_flush(pto_client_t *c, int64_t deadline) {
+  struct iovec iov;
+  size_t written = 0;
+  int rc;
+  if (!conn_holding(c)) return 0;
+  iov = (struct iovec){c->out.held.data + c->out.held_sent, held_unsent(&c->out)};
+  rc = conn_write(c, &iov, 1, -1, deadline, &written);
+  held_written(&c->out, written);
+  return rc;
+}
+
+/* Whether the small request in c->out is held back (see above). */
+static bool may_hold(pto_client_t *c, int pass_fd) {
+  const send_out_t *o = &c->out;
+  return pass_fd < 0 && o->refs.n == 0 && held_unsent(o) + o->sb.size <= OUT_HOLD_MAX &&
+         slot_answer_waiting(c);
+}
+
+/* Write the held requests and then the one in c->out, in one sendmsg
+ * where they fit; pass_fd goes with the request's own first bytes, so the
+ * held ones go before it on their own.  Returns as conn_write; *ret_started:
+ * whether any of the request's own bytes were written. */
+static int write_now(pto_client_t *c, int pass_fd, int64_t deadline, bool *ret_started) {
+  size_t written = 0, before;
+  int rc, niov;
+  *ret_started = false;
+  if (pass_fd >= 0 && (rc = conn_flush(c, deadline)) < 0) return rc;
+  before = held_unsent(&c->out);
+  niov = make_iov(&c->out);
+  if (niov < 0) return -PTO_E_NO_MEMORY;
+  rc = conn_write(c, c->out.iov, (size_t)niov, pass_fd, deadline, &written);
+  held_written(&c->out, written);
+  *ret_started = written > before;
+  return rc;
+}
+
+/* Put the request in c->out on its way: held, or written now. */
+static int send_or_hold(pto_client_t *c, int pass_fd, int64_t deadline, bool *ret_started) {
+  *ret_started = false;
+  if (!may_hold(c, pass_fd)) return write_now(c, pass_fd, deadline, ret_started);
+  if (msgpack_sbuffer_write(&c->out.held, c->out.sb.data, c->out.sb.size) < 0)
+    return -PTO_E_NO_MEMORY;
+  return 0;
+}
+
 /* Send the request msgid that c->out holds. */
 static int send_encoded(pto_client_t *c, uint32_t msgid, proto_method_t method,
                         proto_method_t decode, int pass_fd, int64_t deadline, pto_error_t *err) {
-  size_t written = 0;
-  int rc, niov;
+  bool started;
+  int rc;
   slot_t *s;
-
-  niov = make_iov(&c->out);
-  if (niov < 0) return client_error(err, PTO_E_NO_MEMORY, NULL);
 
   rc = slot_add(c, method, msgid);
   if (rc < 0) return client_error(err, PTO_E_NO_MEMORY, NULL);
   c->slots[c->nslots - 1].decode = decode;
 
-  rc = conn_write(c, c->out.iov, (size_t)niov, pass_fd, deadline, &written);
+  rc = send_or_hold(c, pass_fd, deadline, &started);
   c->out.refs.n = 0; /* the caller's memory is its own again */
   if (c->out.sb.alloc > CLIENT_KEEP_MAX) { /* kept up to it, for the next large request */
     msgpack_sbuffer_destroy(&c->out.sb);
     msgpack_sbuffer_init(&c->out.sb);
   }
   s = slot_find(c, msgid);
+  if (rc == -PTO_E_NO_MEMORY) {
+    if (s) slot_remove(c, s);
+    return client_error(err, PTO_E_NO_MEMORY, NULL);
+  }
   if (rc == -PTO_E_TIMEOUT) {
-    if (written > 0) {
+    if (started) {
       /* Half a message on the stream: nothing after it could be framed. */
       pto_error_t e;
       client_error(&e, PTO_E_CONNECTION_LOST,
@@ -257,6 +337,7 @@ int pto_client_cancel(pto_client_t *c, uint32_t msgid, pto_error_t *ret_err) {
                         msgid);
   if (s->state == SLOT_DONE) return 0; /* answered already: nothing to cancel */
   if (c->dead) return conn_dead_error(c, ret_err);
+  if (conn_flush(c, CLIENT_FOREVER) < 0) return conn_dead_error(c, ret_err);
   proto_refbuf_begin(&c->out.refs, &c->out.sb, NULL, NULL, &pk);
   rc = proto_pack_notification_begin(&pk, "cancel") | msgpack_pack_array(&pk, 1) |
        msgpack_pack_map(&pk, 1) | msgpack_pack_str_with_body(&pk, "msgid", 5) |

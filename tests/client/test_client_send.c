@@ -2,7 +2,8 @@
 /* test_client_send — a request's large inline data goes to the socket
  * from the caller's buffer: it arrives byte-exact (as proto's own encoding
  * of the same request), also when the socket takes it in small pieces, and
- * sending it costs the client no memory the size of the payload. */
+ * sending it costs the client no memory the size of the payload.  And a
+ * dispatch's arguments, few or many, are proto's own encoding of them. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -148,6 +149,49 @@ START_TEST(large_inline_arg_in_small_pieces) {
 }
 END_TEST
 
+/* Up to 8 arguments are converted in the request's own memory, more in
+ * an array of their own: either way the request is proto's own encoding. */
+START_TEST(many_args_arrive_byte_exact) {
+  for (uint32_t n = 1; n <= 12; n++) {
+    pto_dispatch_arg_t args[12];
+    proto_arg_t pargs[12];
+    pto_request_t req = {.method = PTO_METHOD_DISPATCH};
+    proto_params_t p;
+    msgpack_sbuffer want;
+    uint8_t got[1024];
+    size_t have = 0;
+    uint32_t msgid = 0;
+    memset(pargs, 0, sizeof(pargs));
+    for (uint32_t i = 0; i < n; i++) {
+      args[i] = i % 2 ? pto_arg_output(16 + i) : pto_arg_int(1000 + i);
+      pargs[i].kind = args[i].kind;
+      pargs[i].bytes = args[i].bytes;
+      pargs[i].i = args[i].i;
+    }
+    req.u.dispatch.program = "k";
+    req.u.dispatch.args = args;
+    req.u.dispatch.nargs = n;
+    memset(&p, 0, sizeof(p));
+    p.dispatch.program = "k";
+    p.dispatch.args = pargs;
+    p.dispatch.nargs = n;
+    proto_config_init(&p.dispatch.config);
+    p.dispatch.deadline_ms = PROTO_UNSET;
+    msgpack_sbuffer_init(&want);
+    ck_assert_int_eq(proto_encode_request(&want, n, (proto_method_t)PTO_METHOD_DISPATCH, &p), 0);
+    ck_assert_msg(pto_client_send(f.c, &req, 5000, &msgid, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(msgid, n);
+    while (have < want.size) {
+      ssize_t r = read(f.peer.fd, got + have, want.size - have);
+      ck_assert_int_gt(r, 0);
+      have += (size_t)r;
+    }
+    ck_assert_msg(memcmp(got, want.data, want.size) == 0, "%u arguments: the bytes differ", n);
+    msgpack_sbuffer_destroy(&want);
+  }
+}
+END_TEST
+
 static long thread_minflt(void) {
   struct rusage ru;
   getrusage(RUSAGE_THREAD, &ru);
@@ -197,6 +241,7 @@ static Suite *client_send_suite(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, large_inline_arg_arrives_byte_exact);
   tcase_add_test(tc, large_inline_arg_in_small_pieces);
+  tcase_add_test(tc, many_args_arrive_byte_exact);
   tcase_add_test(tc, sending_costs_no_memory_the_size_of_the_payload);
   suite_add_tcase(s, tc);
   return s;
