@@ -12,6 +12,8 @@ counted.
 """
 
 import contextlib
+import os
+import signal
 import socket
 import time
 
@@ -82,6 +84,39 @@ class UnreadPings(DaemonTest):
         self.assertTrue(honest.latencies, "the honest client was never answered")
         self.assertLessEqual(growth, rss_bound_kib(counted),
                              "RSS grew %d KiB for %d KiB counted" % (growth, counted))
+
+    def test_honest_request_waits_one_turn_not_the_whole_pipeline(self):
+        """Pipelined pings already waiting in the daemon's socket when an
+        honest request arrives: the loop serves the honest one after one
+        turn of the pipeline (1 ms of it), not after every ping it read
+        with it.  On 2deab0c the daemon read and answered 4 x 64 KiB of
+        pings (all of them here) first.  (SIGSTOP only lines the bytes up:
+        nothing here is timed.)"""
+        d = self.daemon()
+        attacker = harness.Client(d.socket)
+        honest = harness.Client(d.socket)
+        self.addCleanup(attacker.close)
+        self.addCleanup(honest.close)
+        attacker.call("ping")  # both accepted before the daemon stops
+        before = metric(parse_prometheus(honest.call("metrics"))[0], "ptod_requests_total")
+        ping = msgpack.packb([0, 7, "ping", []])
+        sent = 0
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            attacker.sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                while True:  # as many as the socket takes: ~20,000
+                    sent += attacker.sock.send(ping * 1024)
+            msgid = honest.send("metrics")
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        pings = sent // len(ping)
+        served = metric(parse_prometheus(honest.result(msgid))[0], "ptod_requests_total")
+        ahead = served - before - 1  # less the honest request itself
+        report(self, "pipeline-turns", pings_queued=pings, served_before_honest=ahead)
+        self.assertGreater(pings, 4096)
+        self.assertLess(ahead, pings / 2, "the honest request waited for %d of %d pings" %
+                        (ahead, pings))
 
 
 class PendingDispatches(DaemonTest):
