@@ -85,6 +85,31 @@ class UnreadPings(DaemonTest):
         self.assertLessEqual(growth, rss_bound_kib(counted),
                              "RSS grew %d KiB for %d KiB counted" % (growth, counted))
 
+    def test_unread_pings_are_charged_about_their_bytes(self):
+        """20,000 pings never read: what the daemon holds for their answers
+        (status's most_output) is about their bytes — small answers queued
+        behind others share blocks.  On 2deab0c each 88-byte answer cost an
+        allocation and a chunk record, 160 bytes."""
+        d = self.daemon()
+        count = 20000
+        answer = len(msgpack.packb([1, count, None, d.call("ping")]))
+        calls = []
+
+        def others():  # requests other than the pings: each of these calls counts itself
+            calls.append(1)
+            return metric(parse_prometheus(d.call("metrics"))[0], "ptod_requests_total") - len(calls)
+
+        base = others()
+        sock, cut = pipeline(d.socket, "ping", None, count)
+        self.addCleanup(sock.close)
+        self.assertFalse(cut)
+        wait_until(lambda: others() - base >= count, what="every ping to be answered")
+        held = d.status()["client_memory"]["per_connection"]["most_output"]
+        report(self, "unread-ping-bytes", answers_bytes=count * answer, held_bytes=held)
+        # At most all of them are queued (the socket took some):
+        self.assertLessEqual(held, 1.1 * count * answer + 64 * KIB,
+                             "%d bytes held for %d answers of %d bytes" % (held, count, answer))
+
     def test_honest_request_waits_one_turn_not_the_whole_pipeline(self):
         """Pipelined pings already waiting in the daemon's socket when an
         honest request arrives: the loop serves the honest one after one
