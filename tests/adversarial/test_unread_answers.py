@@ -28,9 +28,7 @@ MIB = 1 << 20
 def pipeline(path, method, params, count, first_id=1):
     """A connection that sends `count` requests and reads nothing.  Returns
     the socket, and whether the daemon cut it off while it was sending."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(120)
-    sock.connect(path)
+    sock = connect_unix(path, 120)  # waits behind a full backlog: hundreds connect at once
     body = [] if params is None else [params]
     batch = b"".join(msgpack.packb([0, first_id + i, method, body], use_bin_type=True)
                      for i in range(count))
@@ -146,7 +144,8 @@ class UnreadPings(DaemonTest):
 
 class PendingDispatches(DaemonTest):
     CONNECTIONS = 32 * SCALE
-    EACH = 1024
+    QUEUE_DEPTH = 65536  # the most queue_depth takes: every attacker's dispatch fits
+    EACH = min(1024, QUEUE_DEPTH // CONNECTIONS)
 
     @contextlib.contextmanager
     def queue_behind_hold(self, d, total):
@@ -173,15 +172,16 @@ class PendingDispatches(DaemonTest):
             wait_until(lambda: d.status()["queue"]["depth"] == 0, what="the queue to empty")
 
     def test_pending_requests_cost_what_is_counted_and_go_back(self):
-        """32 connections pipeline 1024 no-op dispatches each behind a held
-        device, reading nothing: the daemon's RSS grows by about what status
-        counts as client input, and 5 s after they leave it is back within
-        32 MiB of where it was."""
+        """32 connections pipeline 1024 no-op dispatches each (256 x 256 at
+        scale 8) behind a held device, reading nothing: the daemon's RSS
+        grows by about what status counts as client input, and 5 s after
+        they leave it is back within 32 MiB of where it was."""
         # Room for every attacker (beyond max_clients, connect() waits in
         # the backlog, and a full backlog refuses with EAGAIN: at scale 8,
-        # 256 attackers and the honest clients).
+        # 256 attackers and the honest clients), and for all their
+        # dispatches in the queue.
         total = self.CONNECTIONS * self.EACH
-        d = self.daemon(config={"daemon": {"queue_depth": str(max(65536, total)),
+        d = self.daemon(config={"daemon": {"queue_depth": str(self.QUEUE_DEPTH),
                                            "max_clients": str(self.CONNECTIONS + 8)}},
                         env=rss_env())
         honest = HonestPinger(d).start()
