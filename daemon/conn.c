@@ -17,6 +17,12 @@
 
 #define READ_CHUNK (64 * 1024)
 #define READS_PER_EVENT 4 /* then the loop serves the others */
+/* How long one connection's messages may be cut and handed on in one turn
+ * of the loop before the others are served (the rest go on in the next
+ * turn, srv_defer): 64 KiB of pipelined pings is 6,000 requests, and the
+ * clock is read every CLOCK_EVERY of them. */
+#define TURN_NS 1000000u
+#define CLOCK_EVERY 16
 /* The most fds one sendmsg may carry (Linux's SCM_MAX_FD).  fds that do
  * not fit the ancillary buffer are closed by the kernel in the receiving
  * thread, which must not be the loop (closer.h). */
@@ -71,59 +77,15 @@ static void received(srv_conn_t *conn, size_t got) {
   }
 }
 
-static int pop_fd(srv_conn_t *conn, unsigned *ret_batch) {
-  int fd = conn->fds[0];
-  *ret_batch = conn->fd_batch[0];
-  conn->nfds--;
-  if (fd >= 0) conn->srv->parked_fds--;
-  memmove(conn->fds, conn->fds + 1, conn->nfds * sizeof(conn->fds[0]));
-  memmove(conn->fd_batch, conn->fd_batch + 1, conn->nfds * sizeof(conn->fd_batch[0]));
-  return fd;
-}
-
-int srv_conn_take_fd(srv_conn_t *conn, unsigned *ret_together) {
-  unsigned batch, other;
-  int fd;
-  *ret_together = 0;
-  if (conn->nfds == 0) return -1;
-  fd = pop_fd(conn, &batch);
-  *ret_together = 1;
-  while (conn->nfds > 0 && conn->fd_batch[0] == batch) {
-    int extra = pop_fd(conn, &other);
-    if (extra >= 0) close(extra); /* a memfd: its close never waits */
-    (*ret_together)++;
-  }
-  return fd;
-}
-
-/* Queue a received fd.  Only a memfd is kept: any other kind is closed
- * now, off the loop (closer.h: its close may wait on the client), and its
- * place in the queue holds SRV_FD_REFUSED so the request it came with is
- * answered as if it had been taken. */
-static void park_fd(srv_conn_t *conn, int fd) {
-  if (!closer_is_memfd(fd)) {
-    closer_close(fd);
-    fd = SRV_FD_REFUSED;
-  }
-  conn->fd_batch[conn->nfds] = conn->batches;
-  conn->fds[conn->nfds++] = fd;
-  if (fd >= 0) conn->srv->parked_fds++;
-}
-
-static void drop_parked_fds(srv_conn_t *conn) {
-  while (conn->nfds > 0) {
-    int fd = conn->fds[--conn->nfds];
-    if (fd < 0) continue;
-    close(fd);
-    conn->srv->parked_fds--;
-  }
-}
-
 void srv_conn_close(srv_conn_t *conn) {
   srv_t *srv = conn->srv;
   if (conn->closing) return;
   conn->closing = true;
-  drop_parked_fds(conn);
+  if (conn->deferred) {
+    conn->deferred = false;
+    srv->deferred--;
+  }
+  conn_drop_parked_fds(conn);
   atomic_store_explicit(&conn->gone, true, memory_order_release);
   conn_free_output(conn); /* answers not yet written are dropped */
   free(conn->rbuf);
@@ -151,7 +113,9 @@ void conn_trim(srv_conn_t *conn) {
 /* Whether the socket should be read now. */
 static bool wants_read(srv_conn_t *conn) {
   const srv_options_t *o = &conn->srv->opts;
-  if (conn->closing || conn->read_eof || conn->failing || conn->close_after_write) return false;
+  if (conn->closing || conn->read_eof || conn->failing || conn->close_after_write ||
+      conn->deferred)
+    return false;
   if (conn->pending >= o->max_pending) return false;
   if (conn->pending > 0 && conn_input(conn) >= o->input_limit) return false;
   return srv_input_allows(conn->srv, conn);
@@ -280,7 +244,7 @@ void srv_conn_fail(srv_conn_t *conn, const pto_error_t *err) {
 /* A failing connection with nothing pending gets its last message; a
  * half-closed one with nothing pending closes once its answers are out. */
 static void conn_finish_if_done(srv_conn_t *conn) {
-  if (conn->closing || conn->pending > 0) return;
+  if (conn->closing || conn->pending > 0 || conn->deferred) return;
   if (conn->failing && !conn->close_after_write) {
     srv_t *srv = conn->srv;
     conn->close_after_write = true;
@@ -379,9 +343,10 @@ static int conn_deliver(srv_conn_t *conn, size_t len) {
 }
 
 /* Cut whole messages out of what has arrived, while flow control lets the
- * connection have more pending. */
-static void conn_process(srv_conn_t *conn) {
+ * connection have more pending, until the turn's time is up (`until`). */
+static void conn_process(srv_conn_t *conn, uint64_t until) {
   srv_t *srv = conn->srv;
+  unsigned handed = 0;
   pto_error_t err;
   size_t len;
 
@@ -408,6 +373,9 @@ static void conn_process(srv_conn_t *conn) {
     }
     proto_reader_reset(&conn->reader);
     proto_reader_set_limits(&conn->reader, srv->opts.max_message, srv->opts.max_objects);
+    if (++handed % CLOCK_EVERY == 0 && conn->rlen > conn->rpos && now_ns() >= until &&
+        srv_defer(srv, conn))
+      break;
   }
   if (!conn->closing) {
     if (conn->rpos == conn->rlen) conn->rpos = conn->rlen = 0;
@@ -480,30 +448,12 @@ static ssize_t conn_recv(srv_conn_t *conn, const char **ret_bad) {
   mh.msg_controllen = sizeof(control.buf);
   got = recvmsg(conn->fd, &mh, MSG_CMSG_CLOEXEC);
   if (got < 0) return got;
-  conn->batches++;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-    size_t n;
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < n; i++) {
-      int fd;
-      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (conn->nfds < SRV_MAX_FDS) {
-        park_fd(conn, fd);
-      } else {
-        closer_close(fd);
-        *ret_bad = "it passed more than 8 file descriptors that no shm.register took";
-      }
-    }
-  }
-  if (mh.msg_flags & MSG_CTRUNC)
-    *ret_bad = "the daemon could not take the file descriptors it passed (MSG_CTRUNC: more "
-               "than 253 at once, or the daemon is out of file descriptors); pass one per "
-               "shm.register";
+  *ret_bad = conn_park_rights(conn, &mh);
   return got;
 }
 
 static void conn_read(srv_conn_t *conn) {
+  uint64_t until = now_ns() + TURN_NS;
   for (int i = 0; i < READS_PER_EVENT && wants_read(conn); i++) {
     ssize_t got;
     if (!reserve_read(conn)) {
@@ -519,7 +469,7 @@ static void conn_read(srv_conn_t *conn) {
       pto_error_set(&err, PTO_E_INVALID_REQUEST, "The connection is closed: %s.", bad);
       log_client(LOG_INFO, "Client %llu: %s; disconnecting it.", (unsigned long long)conn->id, bad);
       if (got > 0) received(conn, (size_t)got); /* what came before is still answered */
-      conn_process(conn);
+      conn_process(conn, until);
       srv_conn_fail(conn, &err);
       break;
     }
@@ -539,7 +489,7 @@ static void conn_read(srv_conn_t *conn) {
     }
     if (conn->rlen == conn->rpos && !conn->msg_start_ns) conn->msg_start_ns = now_ns();
     received(conn, (size_t)got);
-    conn_process(conn);
+    conn_process(conn, until);
     if (conn->closing) return;
     if ((size_t)got < READ_CHUNK / 4) break; /* the socket is most likely drained */
   }
@@ -590,11 +540,14 @@ void srv_msg_done(srv_conn_t *conn, srv_msg_t *msg) {
   else
     free(msg->data);
   free(msg);
-  if (!conn->closing) {
-    /* Bytes already read may hold the next messages. */
-    if (!conn->processing && !conn->failing && conn->rlen > conn->rpos) conn_process(conn);
-    if (!conn->closing) conn_finish_if_done(conn);
-    if (!conn->closing && !conn->processing) conn_update(conn);
-  }
+  conn_go_on(conn); /* bytes already read may hold the next messages */
   conn_unref(conn);
+}
+
+void conn_go_on(srv_conn_t *conn) {
+  if (conn->closing) return;
+  if (!conn->processing && !conn->failing && conn->rlen > conn->rpos)
+    conn_process(conn, now_ns() + TURN_NS);
+  if (!conn->closing) conn_finish_if_done(conn);
+  if (!conn->closing && !conn->processing) conn_update(conn);
 }

@@ -18,6 +18,10 @@
 #include "server_internal.h"
 
 #define WRITE_IOVECS 64
+/* Small answers queued behind others are packed into blocks of this size
+ * (pack_small). */
+#define PACK_BLOCK (16 * 1024)
+#define PACK_MOST 1024
 
 struct out_chunk {
   out_chunk_t *next;
@@ -136,12 +140,44 @@ char *srv_right_size(char *data, size_t len) {
   return cut ? cut : data;
 }
 
+/* A small answer queued behind others is copied into the memory of the
+ * last chunk when it has room (a block, or an answer's own slack), else
+ * into a new block charged whole: a client that does not read its pings
+ * costs their bytes, not an allocation and a chunk record each, and
+ * dropping its answers frees a block per PACK_BLOCK of them instead of two
+ * blocks per answer. */
+static bool pack_small(srv_conn_t *conn, const char *data, size_t len) {
+  out_chunk_t *tail = conn->out_tail;
+  if (len > PACK_MOST || !tail) return false;
+  if (tail->owner || malloc_usable_size((void *)(uintptr_t)tail->data) - tail->len < len) {
+    char *block = malloc(PACK_BLOCK);
+    if (!block) return false;
+    if (!(tail = queue_chunk(conn, block, 0, NULL))) {
+      free(block);
+      return false;
+    }
+    charge_answer(conn, tail, srv_heap_bytes(block) + srv_heap_bytes(tail));
+  }
+  memcpy((char *)(uintptr_t)tail->data + tail->len, data, len);
+  tail->len += len;
+  return true;
+}
+
 void srv_conn_send(srv_conn_t *conn, char *data, size_t len) {
   out_chunk_t *c;
-  if (!conn->closing && len) data = srv_right_size(data, len);
-  if (conn->closing || len == 0 || !(c = queue_chunk(conn, data, len, NULL))) {
+  if (conn->closing || len == 0) {
     free(data);
-    if (!conn->closing && len) srv_conn_close(conn);
+    return;
+  }
+  if (pack_small(conn, data, len)) {
+    free(data);
+    send_queued(conn);
+    return;
+  }
+  data = srv_right_size(data, len);
+  if (!(c = queue_chunk(conn, data, len, NULL))) {
+    free(data);
+    srv_conn_close(conn);
     return;
   }
   charge_answer(conn, c, srv_heap_bytes(data) + srv_heap_bytes(c));

@@ -22,8 +22,12 @@
 #include <microhttpd.h>
 
 #define MHTTP_WAIT_S 5
-#define MHTTP_MAX_CONNECTIONS 128
-#define MHTTP_PER_IP 32
+/* The most connections served at once: one more, and the one whose
+ * request began longest ago is cut (cut_oldest).  libmicrohttpd's own
+ * limit leaves room for the cut ones until it has closed them: at its
+ * limit it would close new connections unserved. */
+#define MHTTP_CONNECTIONS 128
+#define MHTTP_MHD_LIMIT (2 * MHTTP_CONNECTIONS)
 #define MHTTP_IDLE_S 10
 #define MHTTP_REQUEST_S 10
 #define MHTTP_SOCKET_MODE 0660
@@ -46,8 +50,10 @@ struct mhttp {
   /* The connections and when their request began (or the previous one
    * ended): the reaper thread cuts those older than MHTTP_REQUEST_S, so a
    * client that trickles bytes cannot keep a slot however slowly it
-   * sends.  Written by the server's thread (MHD's callbacks) and the
-   * reaper, under reap_lock. */
+   * sends, and a new connection past MHTTP_CONNECTIONS cuts the oldest, so
+   * slow clients cannot hold every slot however many they open.  Written
+   * by the server's thread (MHD's callbacks) and the reaper, under
+   * reap_lock. */
   pthread_t reaper;
   bool reaper_started;
   pthread_mutex_t reap_lock;
@@ -56,7 +62,7 @@ struct mhttp {
     int fd; /* -1: free */
     bool cut; /* shut down, waiting for MHD to close it */
     struct timespec since;
-  } slots[MHTTP_MAX_CONNECTIONS];
+  } slots[MHTTP_MHD_LIMIT];
   bool reap_stop;
 };
 
@@ -111,11 +117,20 @@ static bool older_than(const struct timespec *since, const struct timespec *now,
          (now->tv_sec - since->tv_sec == s && now->tv_nsec >= since->tv_nsec);
 }
 
+static bool earlier(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Under reap_lock.  shutdown() leaves the fd to MHD, which sees the end of
+ * the stream and closes the connection; a slot is freed (under the lock)
+ * before MHD closes its fd, so no fd is cut after it was reused. */
+static void cut(struct mhttp_slot *sl) {
+  (void)shutdown(sl->fd, SHUT_RDWR);
+  sl->cut = true;
+}
+
 /* Reaper thread: sleep until the oldest connection's time is up (for ever
- * when there is none), then cut it.  shutdown() leaves the fd to MHD,
- * which sees the end of the stream and closes the connection; a slot is
- * freed (under the lock) before MHD closes its fd, so no fd is cut after
- * it was reused. */
+ * when there is none), then cut it. */
 static void *reap(void *arg) {
   mhttp_t *h = arg;
   pthread_mutex_lock(&h->reap_lock);
@@ -123,17 +138,14 @@ static void *reap(void *arg) {
     struct timespec now, next = {0, 0};
     bool any = false;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) {
+    for (int i = 0; i < MHTTP_MHD_LIMIT; i++) {
       struct mhttp_slot *sl = &h->slots[i];
       if (sl->fd < 0 || sl->cut) continue;
       if (older_than(&sl->since, &now, MHTTP_REQUEST_S)) {
-        (void)shutdown(sl->fd, SHUT_RDWR); /* MHD frees the slot when it closes */
-        sl->cut = true;
+        cut(sl); /* MHD frees the slot when it closes */
         continue;
       }
-      if (!any || sl->since.tv_sec < next.tv_sec ||
-          (sl->since.tv_sec == next.tv_sec && sl->since.tv_nsec < next.tv_nsec))
-        next = sl->since;
+      if (!any || earlier(&sl->since, &next)) next = sl->since;
       any = true;
     }
     if (!any) {
@@ -147,6 +159,22 @@ static void *reap(void *arg) {
   return NULL;
 }
 
+/* Server thread, under reap_lock: with more than MHTTP_CONNECTIONS served,
+ * cut the one whose request began longest ago (not `fresh`, which just
+ * came): a new connection is always served, and a slow one keeps its slot
+ * only until MHTTP_CONNECTIONS newer ones came. */
+static void cut_oldest(mhttp_t *h, const struct mhttp_slot *fresh) {
+  struct mhttp_slot *oldest = NULL;
+  int served = 0;
+  for (int i = 0; i < MHTTP_MHD_LIMIT; i++) {
+    struct mhttp_slot *sl = &h->slots[i];
+    if (sl->fd < 0 || sl->cut) continue;
+    served++;
+    if (sl != fresh && (!oldest || earlier(&sl->since, &oldest->since))) oldest = sl;
+  }
+  if (served > MHTTP_CONNECTIONS && oldest) cut(oldest);
+}
+
 /* Server thread: a connection opened (take a slot) or closed (free it). */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
@@ -158,12 +186,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (sl) sl->fd = -1;
     *socket_context = NULL;
   } else if ((info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD))) {
-    for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) {
+    for (int i = 0; i < MHTTP_MHD_LIMIT; i++) {
       if (h->slots[i].fd >= 0) continue;
       h->slots[i].fd = info->connect_fd;
       h->slots[i].cut = false;
       clock_gettime(CLOCK_MONOTONIC, &h->slots[i].since);
       *socket_context = &h->slots[i];
+      cut_oldest(h, &h->slots[i]);
       pthread_cond_signal(&h->reap_cond);
       break;
     }
@@ -190,7 +219,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 
 static int reaper_start(mhttp_t *h) {
   pthread_condattr_t attr;
-  for (int i = 0; i < MHTTP_MAX_CONNECTIONS; i++) h->slots[i].fd = -1;
+  for (int i = 0; i < MHTTP_MHD_LIMIT; i++) h->slots[i].fd = -1;
   pthread_mutex_init(&h->reap_lock, NULL);
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -320,8 +349,7 @@ int mhttp_start(uv_loop_t *loop, const char *listen_on, mhttp_render_fn render, 
   if (rc == 0) {
     h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL,
                               on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)h->fd,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHTTP_MAX_CONNECTIONS,
-                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MHTTP_PER_IP,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHTTP_MHD_LIMIT,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MHTTP_IDLE_S,
                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);

@@ -5,10 +5,12 @@
  * The text is rendered on the libuv loop, which owns what it reports: a
  * scrape wakes the loop (uv_async), waits up to 5 s for the text and
  * answers 503 if the loop does not answer in time.  Anything but GET or
- * HEAD is 405, any other path 404.  At most 128 connections at once, 32
- * from one IP address; each is closed after 10 s idle, and cut when a
- * request takes more than 10 s in all (however slowly its bytes trickle
- * in: slow clients cannot hold every slot).
+ * HEAD is 405, any other path 404.  128 connections are served at once;
+ * the next one is served too, and the connection whose request began
+ * longest ago is cut, so slow clients cannot hold every slot however many
+ * they open (no per-address limit: local clients all come from 127.0.0.1).
+ * Each is closed after 10 s idle, and cut when a request takes more than
+ * 10 s in all, however slowly its bytes trickle in.
  *
  * `listen` is HOST:PORT (127.0.0.1:9464, [::1]:9464, localhost:9464) or an
  * absolute Unix socket path (/run/ptod/metrics0.sock), bound with the main

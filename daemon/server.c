@@ -49,6 +49,12 @@ static void srv_on_retry_closed(uv_handle_t *handle) {
   srv_maybe_free(srv);
 }
 
+static void srv_on_go_on_closed(uv_handle_t *handle) {
+  srv_t *srv = handle->data;
+  srv->go_on_open = false;
+  srv_maybe_free(srv);
+}
+
 /* The socket systemd passed: 1 and its fd, 0 when none was passed. */
 static int take_passed_socket(srv_t *srv, pto_error_t *err) {
   int fd = -1, rc = notify_listen_fd(&fd);
@@ -117,6 +123,9 @@ int srv_create(uv_loop_t *loop, const srv_options_t *opts, const srv_handlers_t 
   uv_timer_init(loop, &srv->accept_retry);
   srv->accept_retry.data = srv;
   srv->retry_open = true;
+  uv_idle_init(loop, &srv->go_on);
+  srv->go_on.data = srv;
+  srv->go_on_open = true;
   *ret_srv = srv;
   return 0;
 }
@@ -231,6 +240,34 @@ void srv_check_output(srv_t *srv) {
                (unsigned long long)worst->out_bytes);
     srv_conn_close(worst);
   }
+}
+
+/* ---- turns ---------------------------------------------------------------- */
+
+/* Each turn of the loop while connections are deferred (the idle handle
+ * keeps the loop from waiting): each goes on for one more turn, after the
+ * others' bytes were read. */
+static void srv_on_go_on(uv_idle_t *idle) {
+  srv_t *srv = idle->data;
+  srv_conn_t *conn, *next;
+  for (conn = srv->conns; conn && srv->deferred > 0; conn = next) {
+    next = conn->next;
+    if (!conn->deferred) continue;
+    conn->deferred = false;
+    srv->deferred--;
+    conn_go_on(conn);
+  }
+  if (srv->deferred == 0) uv_idle_stop(&srv->go_on);
+}
+
+bool srv_defer(srv_t *srv, srv_conn_t *conn) {
+  if (srv->closing) return false;
+  if (!conn->deferred) {
+    conn->deferred = true;
+    srv->deferred++;
+  }
+  uv_idle_start(&srv->go_on, srv_on_go_on);
+  return true;
 }
 
 /* ---- corking -------------------------------------------------------------- */
@@ -423,7 +460,8 @@ void srv_stop_accepting(srv_t *srv) { srv->accepting = false; }
 /* ---- closing -------------------------------------------------------------- */
 
 static void srv_maybe_free(srv_t *srv) {
-  if (srv->closing && !srv->listener_open && !srv->retry_open && !srv->conns) free(srv);
+  if (srv->closing && !srv->listener_open && !srv->retry_open && !srv->go_on_open && !srv->conns)
+    free(srv);
 }
 
 void srv_conn_unlink(srv_conn_t *conn) {
@@ -453,5 +491,6 @@ void srv_close(srv_t *srv) {
   }
   if (srv->bound) unlink(srv->path);
   if (srv->retry_open) uv_close((uv_handle_t *)&srv->accept_retry, srv_on_retry_closed);
+  if (srv->go_on_open) uv_close((uv_handle_t *)&srv->go_on, srv_on_go_on_closed);
   if (srv->listener_open) uv_close((uv_handle_t *)&srv->listener, srv_on_listener_closed);
 }

@@ -32,6 +32,13 @@
  * written) is closed, and so is the one holding the most when all
  * clients' unsent answers pass clients_memory.
  *
+ * Turns: the messages already read from one connection are cut and handed
+ * on for at most 1 ms per turn of the loop; the rest wait for the next
+ * turn, after the other connections' bytes were read, so a client that
+ * pipelines thousands of small requests delays the others by that much.
+ * Small answers queued behind others share 16 KiB blocks, each charged
+ * whole.
+ *
  * Errors a connection cannot recover from (bytes that cannot be parsed, a
  * message over max_message): the server stops reading it, lets every
  * message already handed on be answered, then asks the service for the

@@ -4,6 +4,7 @@
 #ifndef PTOD_SERVER_INTERNAL_H
 #define PTOD_SERVER_INTERNAL_H
 
+#include <sys/socket.h>
 #include <sys/un.h>
 
 #include "log.h"
@@ -38,6 +39,9 @@ struct srv {
   bool pressured;         /* some connection is paused because input >= clients_memory */
   srv_conn_t *pass;       /* the one connection read while input >= clients_memory */
   uint32_t parked_fds;    /* memfds received, not yet taken, all connections (conn.c's) */
+  uint32_t deferred;      /* connections deferred (srv_defer) */
+  uv_idle_t go_on;        /* runs while some are: the next turn comes at once */
+  bool go_on_open;
 };
 
 typedef struct out_chunk out_chunk_t;
@@ -71,6 +75,7 @@ struct srv_conn {
   bool processing;        /* inside conn_process (srv_msg_done must not recurse) */
   bool flush_listed;
   bool write_blocked;     /* the socket refused bytes: poll for writable */
+  bool deferred;          /* its turn ended with bytes read and not cut (srv_defer) */
   int fds[SRV_MAX_FDS];    /* received with SCM_RIGHTS, not yet taken, oldest first */
   unsigned fd_batch[SRV_MAX_FDS]; /* which recvmsg brought each (a counter) */
   unsigned nfds, batches;
@@ -87,13 +92,23 @@ struct srv_conn {
 /* The input a connection holds: its read buffer's charge and its messages'. */
 static inline uint64_t conn_input(const srv_conn_t *conn) { return conn->rcharged + conn->held; }
 
+/* conn_fds.c, for conn.c: the fds that came with a recvmsg, queued (the
+ * reason the connection must fail, or NULL); all of them closed. */
+const char *conn_park_rights(srv_conn_t *conn, struct msghdr *mh);
+void conn_drop_parked_fds(srv_conn_t *conn);
+
 /* conn.c, for server.c. */
 void conn_update(srv_conn_t *conn);         /* recompute poll events and the timer */
+void conn_go_on(srv_conn_t *conn);          /* cut the messages already read, as far as allowed */
 void conn_flush(srv_conn_t *conn);          /* write what is queued, as far as it goes */
 void conn_free_output(srv_conn_t *conn);
 void conn_trim(srv_conn_t *conn);           /* free an empty read buffer kept for reuse */
 void conn_close_after_flush(srv_conn_t *conn, uint64_t timeout_ms);
 
+/* server.c, for conn.c: conn used up its turn with messages maybe left in
+ * its buffer: conn_go_on it in the loop's next turn (conn->deferred; it
+ * is not read meanwhile).  False when the server is closing: go on now. */
+bool srv_defer(srv_t *srv, srv_conn_t *conn);
 /* server.c, for conn.c: the input budget changed by delta bytes. */
 void srv_account_input(srv_t *srv, int64_t delta);
 /* server.c, for conn_output.c: the output budget changed by delta bytes. */

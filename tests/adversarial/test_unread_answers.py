@@ -12,6 +12,8 @@ counted.
 """
 
 import contextlib
+import os
+import signal
 import socket
 import time
 
@@ -26,9 +28,7 @@ MIB = 1 << 20
 def pipeline(path, method, params, count, first_id=1):
     """A connection that sends `count` requests and reads nothing.  Returns
     the socket, and whether the daemon cut it off while it was sending."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(120)
-    sock.connect(path)
+    sock = connect_unix(path, 120)  # waits behind a full backlog: hundreds connect at once
     body = [] if params is None else [params]
     batch = b"".join(msgpack.packb([0, first_id + i, method, body], use_bin_type=True)
                      for i in range(count))
@@ -83,10 +83,69 @@ class UnreadPings(DaemonTest):
         self.assertLessEqual(growth, rss_bound_kib(counted),
                              "RSS grew %d KiB for %d KiB counted" % (growth, counted))
 
+    def test_unread_pings_are_charged_about_their_bytes(self):
+        """20,000 pings never read: what the daemon holds for their answers
+        (status's most_output) is about their bytes — small answers queued
+        behind others share blocks.  On 2deab0c each 88-byte answer cost an
+        allocation and a chunk record, 160 bytes."""
+        d = self.daemon()
+        count = 20000
+        answer = len(msgpack.packb([1, count, None, d.call("ping")]))
+        calls = []
+
+        def others():  # requests other than the pings: each of these calls counts itself
+            calls.append(1)
+            return metric(parse_prometheus(d.call("metrics"))[0], "ptod_requests_total") - len(calls)
+
+        base = others()
+        sock, cut = pipeline(d.socket, "ping", None, count)
+        self.addCleanup(sock.close)
+        self.assertFalse(cut)
+        wait_until(lambda: others() - base >= count, what="every ping to be answered")
+        held = d.status()["client_memory"]["per_connection"]["most_output"]
+        report(self, "unread-ping-bytes", answers_bytes=count * answer, held_bytes=held)
+        # At most all of them are queued (the socket took some):
+        self.assertLessEqual(held, 1.1 * count * answer + 64 * KIB,
+                             "%d bytes held for %d answers of %d bytes" % (held, count, answer))
+
+    def test_honest_request_waits_one_turn_not_the_whole_pipeline(self):
+        """Pipelined pings already waiting in the daemon's socket when an
+        honest request arrives: the loop serves the honest one after one
+        turn of the pipeline (1 ms of it), not after every ping it read
+        with it.  On 2deab0c the daemon read and answered 4 x 64 KiB of
+        pings (all of them here) first.  (SIGSTOP only lines the bytes up:
+        nothing here is timed.)"""
+        d = self.daemon()
+        attacker = harness.Client(d.socket)
+        honest = harness.Client(d.socket)
+        self.addCleanup(attacker.close)
+        self.addCleanup(honest.close)
+        attacker.call("ping")  # both accepted before the daemon stops
+        before = metric(parse_prometheus(honest.call("metrics"))[0], "ptod_requests_total")
+        ping = msgpack.packb([0, 7, "ping", []])
+        sent = 0
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            attacker.sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                while True:  # as many as the socket takes: ~20,000
+                    sent += attacker.sock.send(ping * 1024)
+            msgid = honest.send("metrics")
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        pings = sent // len(ping)
+        served = metric(parse_prometheus(honest.result(msgid))[0], "ptod_requests_total")
+        ahead = served - before - 1  # less the honest request itself
+        report(self, "pipeline-turns", pings_queued=pings, served_before_honest=ahead)
+        self.assertGreater(pings, 4096)
+        self.assertLess(ahead, pings / 2, "the honest request waited for %d of %d pings" %
+                        (ahead, pings))
+
 
 class PendingDispatches(DaemonTest):
     CONNECTIONS = 32 * SCALE
-    EACH = 1024
+    QUEUE_DEPTH = 65536  # the most queue_depth takes: every attacker's dispatch fits
+    EACH = min(1024, QUEUE_DEPTH // CONNECTIONS)
 
     @contextlib.contextmanager
     def queue_behind_hold(self, d, total):
@@ -113,15 +172,16 @@ class PendingDispatches(DaemonTest):
             wait_until(lambda: d.status()["queue"]["depth"] == 0, what="the queue to empty")
 
     def test_pending_requests_cost_what_is_counted_and_go_back(self):
-        """32 connections pipeline 1024 no-op dispatches each behind a held
-        device, reading nothing: the daemon's RSS grows by about what status
-        counts as client input, and 5 s after they leave it is back within
-        32 MiB of where it was."""
+        """32 connections pipeline 1024 no-op dispatches each (256 x 256 at
+        scale 8) behind a held device, reading nothing: the daemon's RSS
+        grows by about what status counts as client input, and 5 s after
+        they leave it is back within 32 MiB of where it was."""
         # Room for every attacker (beyond max_clients, connect() waits in
         # the backlog, and a full backlog refuses with EAGAIN: at scale 8,
-        # 256 attackers and the honest clients).
+        # 256 attackers and the honest clients), and for all their
+        # dispatches in the queue.
         total = self.CONNECTIONS * self.EACH
-        d = self.daemon(config={"daemon": {"queue_depth": str(max(65536, total)),
+        d = self.daemon(config={"daemon": {"queue_depth": str(self.QUEUE_DEPTH),
                                            "max_clients": str(self.CONNECTIONS + 8)}},
                         env=rss_env())
         honest = HonestPinger(d).start()

@@ -359,15 +359,29 @@ class Daemon:
         self.cleanup()
 
 
+def connect_unix(path, timeout):
+    """A stream socket connected to path, with `timeout`.  connect() blocks
+    (for at most timeout) while the daemon's listen backlog is full, as
+    under a flood of connections; a socket that has its timeout set first
+    is non-blocking underneath and fails with EAGAIN instead."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(timeout), 0))
+    try:
+        sock.connect(path)
+    except BaseException:
+        sock.close()
+        raise
+    sock.settimeout(timeout)
+    return sock
+
+
 class Client:
     """A plain msgpack-RPC client over the Unix socket."""
 
     def __init__(self, path, timeout=240):
         # The timeout only bounds a test that hangs: 256 MiB through a
         # sanitizer build on a loaded machine takes minutes.
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        self.sock = connect_unix(path, timeout)
         self.unpacker = msgpack.Unpacker(raw=False, max_buffer_size=1 << 30)
         self.next_id = 1
         self.backlog = {}
