@@ -33,9 +33,14 @@
 /* A short job runs on the loop (run_on_loop) only if it came more than
  * this many spin windows (the default window when spinning is off) after
  * the last completion: later than the loop polls for a back-to-back
- * client.  Measured (bench_latency, see the commit that brought it in):
- * back to back the device thread's spin is faster than the loop running
- * the job, after idle the loop saves the wake-up and the uv_async. */
+ * client.  After idle the loop saves the wake-up and the uv_async
+ * (bench_latency, noop after 20 ms: -25 to -45 %).  Back to back, the
+ * issue's quiet-host prototype found every short job on the loop 47 %
+ * slower and pipelined throughput 22-26 % lower; on a loaded 2-vCPU
+ * machine it came out 17-20 % faster instead (the commit that measured
+ * this gap rule says how): re-measure on a quiet host, with several
+ * clients waiting for one answer each (a loop running jobs reads no
+ * other client meanwhile), before widening it. */
 #define DSP_LOOP_RUN_GAP_FACTOR DSP_POLL_GAP_FACTOR
 
 typedef struct job_list {
