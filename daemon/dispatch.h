@@ -31,6 +31,27 @@
  * the uv_async wake-up.  A thread woken from sleep costs tens of
  * microseconds on a virtual machine; this keeps back-to-back dispatches
  * from paying it, and an idle daemon still uses no CPU.
+ *
+ * After a gap no hand-off at all: a job whose submitter says it is short
+ * (is_short: its time is bounded, before it runs, within a budget of
+ * about 100 us, from what the daemon knows -- never predicted from past
+ * runs, which a client can follow with a slow one: jobs.h), submitted
+ * when nothing is queued, running or waiting for its completion, and more
+ * than a few spin windows after the last completion (so not back to
+ * back), runs on the loop inside dsp_submit, completion included.  The
+ * wake-up of the device thread and the uv_async back cost more than such
+ * a job.  Back to back the device thread keeps it: its spin is cheaper
+ * than the loop running jobs (issue 22).
+ *
+ * Ownership: the DEVICE TOKEN.  Whoever holds it owns the device context
+ * (ptod_t.device: the runtime, buffers, staging, ...) and is the only one
+ * to call a job's is_short or run.  The device thread holds it, except
+ * while the loop has taken it (dsp.loop_holds_device): only under the
+ * dispatcher's lock, only when nothing is queued or running (the device
+ * thread is between jobs and takes none while the loop holds it:
+ * job_for_device), and the loop gives it back under the same lock before
+ * the job's completion runs.  The lock orders each hand-over, so what one
+ * holder wrote the next one sees.  No job runs on both threads at once.
  */
 #ifndef PTOD_DISPATCH_H
 #define PTOD_DISPATCH_H
@@ -56,8 +77,12 @@ typedef struct dsp_job dsp_job_t;
 typedef struct dsp_flow dsp_flow_t;
 struct dsp_job {
   /* Set by the submitter: */
-  void (*run)(dsp_job_t *job);      /* device thread */
+  void (*run)(dsp_job_t *job);      /* the device token's holder */
   void (*complete)(dsp_job_t *job); /* loop thread; the job may be freed here */
+  /* The device token's holder (the loop, before run): whether run() is
+   * bounded within the loop's budget before it starts, from what the
+   * daemon knows (jobs.h).  NULL: never on the loop. */
+  bool (*is_short)(dsp_job_t *job);
   atomic_bool *gone;                /* client gone flag, or NULL for internal jobs */
   uint64_t deadline_ns;             /* CLOCK_MONOTONIC; 0: none */
   dsp_flow_t *flow;                 /* its client's flow; NULL: the internal one */
@@ -79,7 +104,9 @@ typedef struct dsp dsp_t;
  * together (not the running one); UINT32_MAX: no bound. */
 int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp);
 
-/* Admit a job.  Returns 0, -PTO_E_BUSY when the queue is full, or
+/* Admit a job, or run it on the loop now (its completion called before
+ * this returns) when it is short and comes after a gap.  Returns 0,
+ * -PTO_E_BUSY when the queue is full, or
  * -PTO_E_SHUTTING_DOWN when draining; on error the job is untouched and its
  * callbacks are never called. */
 int dsp_submit(dsp_t *dsp, dsp_job_t *job);

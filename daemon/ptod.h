@@ -63,8 +63,9 @@ typedef struct ptod_loop {
 /* The device thread's context: opened by ptod_create, then the device
  * thread's (jobs.c runs every device request; prewarm before it has
  * work).  What the loop reads of it (program list, buffer list, advice,
- * the prewarm record) is behind each module's own lock; staging and
- * dispatch_seq are the device thread's alone. */
+ * the prewarm record) is behind each module's own lock; the rest is the
+ * holder's of the device token (dispatch.h): the device thread's, or the
+ * loop's while it runs a job bounded before it starts. */
 typedef struct ptod_device {
   pto_sizing_t env; /* PTO2_RING_* as read at start-up */
   dev_device_t *dev;

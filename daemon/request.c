@@ -113,7 +113,10 @@ typedef struct method_row {
   service_serve_fn *serve;                          /* ON_LOOP (service.h) */
   int (*admit)(const req_t *req, pto_error_t *err); /* ON_DEVICE */
   int (*regions)(req_t *req, shm_table_t *shm, pto_error_t *err);
-  void (*run)(req_t *req); /* ON_DEVICE, on the device thread */
+  void (*run)(req_t *req); /* ON_DEVICE, by the device token's holder */
+  /* ON_DEVICE: whether this request may run on the loop after a gap
+   * (dispatch.h, jobs.h); NULL: never. */
+  bool (*is_short)(const req_t *req);
   /* A dispatch: runs a program (looked up at admission, its outcome
    * counted per program), may have a deadline and DFX artefacts. */
   bool runs_program;
@@ -145,7 +148,9 @@ static void shutting_down(req_t *req, pto_error_t *err) {
 
 static void give_back(void *area) { staging_give_back(area); }
 
-/* Device thread: the method's device handler encodes the response. */
+/* The device token's holder (dispatch.h: the device thread, or the loop
+ * for a short job after a gap): the method's device handler encodes the
+ * response. */
 static void run_on_device(dsp_job_t *job) {
   req_t *req = (req_t *)job;
   row_of(req)->run(req);
@@ -167,6 +172,11 @@ static void answer_cancelled(req_t *req) {
                 proto_method_name(req->method), req->msgid);
   if (!srv_conn_gone(req->conn)) send_error(req->conn, &req->msgid, &err, req->request_id);
   req_finish(req);
+}
+
+static bool job_is_short(dsp_job_t *job) {
+  req_t *req = (req_t *)job;
+  return row_of(req)->is_short(req);
 }
 
 /* Loop thread: the device thread is done with the request. */
@@ -284,6 +294,7 @@ static void admit(req_t *req, const method_row_t *row) {
   }
   req->job.run = run_on_device;
   req->job.complete = request_complete;
+  req->job.is_short = row->is_short ? job_is_short : NULL;
   req->job.gone = srv_conn_gone_flag(req->conn);
   req->job.flow = cs->flow;
   req->job.priority = (int8_t)proto_params_priority(req->method, &req->params);
@@ -326,11 +337,13 @@ static const method_row_t method_rows[PROTO_M_COUNT] = {
     [PROTO_M_METRICS] = {ON_LOOP, .serve = service_metrics},
     [PROTO_M_PROGRAMS] = {ON_LOOP, .serve = service_programs},
     [PROTO_M_DISPATCH] = {ON_DEVICE, .admit = service_admit_dispatch, .regions = regions_dispatch,
-                          .run = jobs_dispatch, .runs_program = true},
+                          .run = jobs_dispatch, .is_short = jobs_dispatch_is_short,
+                          .runs_program = true},
     [PROTO_M_BUFFER_ALLOC] = {ON_DEVICE, .run = jobs_buffer_alloc},
-    [PROTO_M_BUFFER_WRITE] = {ON_DEVICE, .regions = regions_write, .run = jobs_buffer_write},
+    [PROTO_M_BUFFER_WRITE] = {ON_DEVICE, .regions = regions_write, .run = jobs_buffer_write,
+                               .is_short = jobs_write_is_short},
     [PROTO_M_BUFFER_READ] = {ON_DEVICE, .admit = service_admit_read, .regions = regions_read,
-                             .run = jobs_buffer_read},
+                             .run = jobs_buffer_read, .is_short = jobs_read_is_short},
     [PROTO_M_BUFFER_FREE] = {ON_DEVICE, .run = jobs_buffer_free},
     [PROTO_M_BUFFER_LIST] = {ON_LOOP, .serve = service_buffer_list},
     [PROTO_M_PREWARM] = {ON_DEVICE, .run = jobs_prewarm_request},

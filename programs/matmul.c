@@ -110,6 +110,27 @@ static int matmul_orchestrate(const pto_orch_api_t *api, pto_orch_t *orch, const
   return 0;
 }
 
+/* ceil(m/64)*ceil(n/64)*ceil(k/64) tasks; 2*m*n*k operations; each task
+ * reads its a and b tiles and reads and writes its c tile. */
+PTO_PROGRAM_COST_EXPORT {
+  uint64_t m, n, k, tiles, flops, per_task = 4u * 4u * MM_TILE * MM_TILE;
+  if (nargs != MM_NARGS) return -1;
+  for (uint32_t i = MM_M; i <= MM_K; i++)
+    if (args[i].kind != PTO_ARG_INT || args[i].i < 1) return -1;
+  m = (uint64_t)args[MM_M].i;
+  n = (uint64_t)args[MM_N].i;
+  k = (uint64_t)args[MM_K].i;
+  if (pa_mul3((m + MM_TILE - 1) / MM_TILE, (n + MM_TILE - 1) / MM_TILE,
+              (k + MM_TILE - 1) / MM_TILE, &tiles) ||
+      pa_mul3(m, n, k, &flops) || flops > UINT64_MAX / 2 || tiles > UINT64_MAX / per_task)
+    return -1;
+  memset(ret_cost, 0, sizeof *ret_cost);
+  ret_cost->tasks = tiles;
+  ret_cost->flops = 2 * flops;
+  ret_cost->bytes = tiles * per_task;
+  return 0;
+}
+
 PTO_PROGRAM_EXPORT = {
     PTO_PROGRAM_ABI_VERSION,
     "matmul",

@@ -55,6 +55,22 @@ static int noop_orchestrate(const pto_orch_api_t *api, pto_orch_t *orch, const p
   return 0;
 }
 
+/* tasks tasks, each sleeping task_us: the same checks as the orchestration. */
+PTO_PROGRAM_COST_EXPORT {
+  int64_t tasks, task_us = 0;
+  if (nargs < 1 || nargs > 3 || args[0].kind != PTO_ARG_INT) return -1;
+  tasks = args[0].i;
+  if (nargs == 3) {
+    if (args[2].kind != PTO_ARG_INT) return -1;
+    task_us = args[2].i;
+  }
+  if (tasks < 0 || tasks > NOOP_MAX_TASKS || task_us < 0 || task_us > NOOP_MAX_TASK_US) return -1;
+  memset(ret_cost, 0, sizeof *ret_cost);
+  ret_cost->tasks = (uint64_t)tasks;
+  ret_cost->wait_us = (uint64_t)tasks * (uint64_t)task_us; /* <= 10^16 */
+  return 0;
+}
+
 PTO_PROGRAM_EXPORT = {
     PTO_PROGRAM_ABI_VERSION,
     "noop",

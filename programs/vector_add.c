@@ -64,6 +64,19 @@ static int vector_add_orchestrate(const pto_orch_api_t *api, pto_orch_t *orch,
   return 0;
 }
 
+/* ceil(n / 4096) tasks, one add per element, a and b read and out written. */
+PTO_PROGRAM_COST_EXPORT {
+  uint64_t n;
+  if (nargs != VA_NARGS || !pto_arg_is_memory(&args[VA_A])) return -1;
+  n = args[VA_A].bytes / PA_F32_BYTES;
+  if (args[VA_A].bytes > UINT64_MAX / 3) return -1;
+  memset(ret_cost, 0, sizeof *ret_cost);
+  ret_cost->tasks = (n + VA_TILE - 1) / VA_TILE;
+  ret_cost->bytes = 3 * args[VA_A].bytes;
+  ret_cost->flops = n;
+  return 0;
+}
+
 PTO_PROGRAM_EXPORT = {
     PTO_PROGRAM_ABI_VERSION,
     "vector_add",

@@ -15,6 +15,7 @@ typedef struct progs_loaded {
   char name[PROGS_NAME_MAX + 1];
   void *handle;
   const pto_program_t *prog;
+  pto_cost_fn cost; /* its optional pto_program_cost, or NULL */
 } progs_loaded_t;
 
 struct rt_programs {
@@ -145,6 +146,8 @@ static int progs_load(rt_programs_t *p, const char *name, const pto_program_t **
   snprintf(p->v[p->n].name, sizeof p->v[p->n].name, "%s", name);
   p->v[p->n].handle = h;
   p->v[p->n].prog = prog;
+  /* A function pointer from dlsym's object pointer (POSIX allows it). */
+  *(void **)&p->v[p->n].cost = dlsym(h, PTO_PROGRAM_COST_SYMBOL);
   p->n++;
   *ret_prog = prog;
   return 0;
@@ -171,6 +174,18 @@ int progs_get(rt_programs_t *p, const char *name, const pto_program_t **ret_prog
   rc = progs_load(p, name, ret_prog, err);
   pthread_mutex_unlock(&p->lock);
   return rc;
+}
+
+pto_cost_fn progs_cost_fn(rt_programs_t *p, const pto_program_t *prog) {
+  pto_cost_fn cost = NULL;
+  pthread_mutex_lock(&p->lock);
+  for (size_t i = 0; i < p->n; i++)
+    if (p->v[i].prog == prog) {
+      cost = p->v[i].cost;
+      break;
+    }
+  pthread_mutex_unlock(&p->lock);
+  return cost;
 }
 
 static int progs_cmp(const void *a, const void *b) {

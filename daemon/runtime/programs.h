@@ -29,6 +29,10 @@ void progs_close(rt_programs_t *progs);
 int progs_get(rt_programs_t *progs, const char *name, const pto_program_t **ret_prog,
               pto_error_t *err);
 
+/* The `pto_program_cost` of the loaded program `prog` (pto/program.h), or
+ * NULL: it exports none, or is not one of these programs. */
+pto_cost_fn progs_cost_fn(rt_programs_t *progs, const pto_program_t *prog);
+
 /* See rt_programs_foreach in runtime.h. */
 int progs_foreach(rt_programs_t *progs, rt_program_cb cb, void *data);
 

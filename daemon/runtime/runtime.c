@@ -191,6 +191,12 @@ int rt_program_get(rt_runtime_t *rt, const char *name, const pto_program_t **ret
   return progs_get(rt->programs, name, ret_prog, err);
 }
 
+int rt_program_cost(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args,
+                    uint32_t nargs, pto_cost_t *ret_cost) {
+  pto_cost_fn cost = progs_cost_fn(rt->programs, prog);
+  return cost ? (cost(args, nargs, ret_cost) == 0 ? 0 : -1) : -1;
+}
+
 int rt_programs_foreach(rt_runtime_t *rt, rt_program_cb cb, void *data) {
   return progs_foreach(rt->programs, cb, data);
 }

@@ -22,8 +22,9 @@
  * large enough (a rebuild into them pays initialisation only).
  *
  * Threading: rt_ensure_arena, rt_run and rt_destroy must be called from one
- * thread at a time (the daemon's device thread); never from the libuv loop,
- * since they block.  rt_cache_stats, rt_program_get, rt_programs_foreach and
+ * thread at a time (the holder of the daemon's device token, dispatch.h:
+ * its device thread, or its loop for a run bounded before it starts).
+ * rt_cache_stats, rt_program_get, rt_program_cost, rt_programs_foreach and
  * rt_arena_bytes may be called from any thread at any time.
  *
  * Errors: functions return 0 or -PTO_E_* and fill the caller's pto_error_t
@@ -85,6 +86,13 @@ void rt_destroy(rt_runtime_t *rt);
  * The returned pointer stays valid until rt_destroy. */
 int rt_program_get(rt_runtime_t *rt, const char *name, const pto_program_t **ret_prog,
                    pto_error_t *err);
+
+/* The cost of running `prog` (one rt_program_get returned) with `args`
+ * (base NULL), as its optional `pto_program_cost` declares it
+ * (pto/program.h).  Returns 0 with *ret_cost, or -1 when the program
+ * declares none or cannot bound these arguments. */
+int rt_program_cost(rt_runtime_t *rt, const pto_program_t *prog, const pto_arg_t *args,
+                    uint32_t nargs, pto_cost_t *ret_cost);
 
 /* Called once per candidate file NAME.so of the programs directory (with a
  * valid NAME), in name order: prog is the loaded program, or NULL with err

@@ -208,8 +208,33 @@ typedef struct pto_program {
   pto_orchestrate_fn orchestrate;
 } pto_program_t;
 
+/* What one run with the given arguments does at most, in counts: the
+ * daemon turns them into time with its own rates, to decide before the run
+ * whether it is bounded enough to run without a thread hand-off
+ * (docs/runtime.md, "Declaring a cost").  Every count is an upper bound. */
+typedef struct pto_cost {
+  uint64_t tasks;   /* tasks submitted */
+  uint64_t wait_us; /* time kernels spend waiting (sleeping), all tasks together */
+  uint64_t bytes;   /* bytes of memory kernels read and write */
+  uint64_t flops;   /* arithmetic operations of the kernels */
+} pto_cost_t;
+
+/* Optional.  A program may export one more symbol, `pto_program_cost`
+ * (define it with PTO_PROGRAM_COST_EXPORT): called with the arguments of a
+ * dispatch before its run, with `base` NULL (no memory behind them yet), it
+ * fills *ret_cost and returns 0, or returns -1 for arguments it cannot
+ * bound (ones the orchestration would refuse).  It must be fast and touch
+ * nothing but its arguments.  A program without it is never run where a
+ * bound is needed.  It does not change the program ABI: a ptod that
+ * predates it ignores the symbol. */
+typedef int (*pto_cost_fn)(const pto_arg_t *args, uint32_t nargs, pto_cost_t *ret_cost);
+
 #define PTO_PROGRAM_SYMBOL "pto_program"
 #define PTO_PROGRAM_EXPORT __attribute__((visibility("default"))) const pto_program_t pto_program
+#define PTO_PROGRAM_COST_SYMBOL "pto_program_cost"
+#define PTO_PROGRAM_COST_EXPORT                                                                \
+  __attribute__((visibility("default"))) int pto_program_cost(const pto_arg_t *args,             \
+                                                              uint32_t nargs, pto_cost_t *ret_cost)
 
 #ifdef __cplusplus
 }

@@ -9,3 +9,7 @@ pto_test(test_requests SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests.c LIBS pt
 target_compile_definitions(test_requests PRIVATE PTOD_TEST_PROGRAMS_DIR="${CMAKE_BINARY_DIR}/programs")
 add_dependencies(test_requests programs)
 pto_test(test_advise SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_advise.c LIBS ptodcore LABELS unit)
+pto_test(test_dispatch_loop SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dispatch_loop.c LIBS ptodcore LABELS unit)
+pto_test(test_program_cost SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_program_cost.c
+  LIBS ptodcore ptotest_programs ${CMAKE_DL_LIBS} LABELS unit)
+add_dependencies(test_program_cost programs)

@@ -97,8 +97,8 @@ static void client_close(client_t *c) {
   msgpack_unpacker_destroy(&c->up);
 }
 
-/* dispatch noop(tasks=1, depth=0, task_us) as request msgid. */
-static void send_noop(client_t *c, uint32_t msgid, int task_us) {
+/* dispatch noop(tasks, depth=0, task_us) as request msgid. */
+static void send_noop_tasks(client_t *c, uint32_t msgid, int tasks, int task_us) {
   msgpack_sbuffer sb;
   msgpack_packer pk;
   msgpack_sbuffer_init(&sb);
@@ -115,7 +115,7 @@ static void send_noop(client_t *c, uint32_t msgid, int task_us) {
   msgpack_pack_array(&pk, 3);
   msgpack_pack_map(&pk, 1);
   msgpack_pack_str_with_body(&pk, "scalar", 6);
-  msgpack_pack_int(&pk, 1);
+  msgpack_pack_int(&pk, tasks);
   msgpack_pack_map(&pk, 1);
   msgpack_pack_str_with_body(&pk, "scalar", 6);
   msgpack_pack_int(&pk, 0);
@@ -124,6 +124,10 @@ static void send_noop(client_t *c, uint32_t msgid, int task_us) {
   msgpack_pack_int(&pk, task_us);
   ck_assert_int_eq(write(c->fd, sb.data, sb.size), (ssize_t)sb.size);
   msgpack_sbuffer_destroy(&sb);
+}
+
+static void send_noop(client_t *c, uint32_t msgid, int task_us) {
+  send_noop_tasks(c, msgid, 1, task_us);
 }
 
 /* Answers that arrived on c, appended to answers[] in arrival order. */
@@ -303,6 +307,70 @@ START_TEST(drain_answers_waiting_requests) {
 }
 END_TEST
 
+/* ---- which thread runs a job (dispatch.h: run on the loop) --------------- */
+
+/* The test thread is the loop.  Turn it until the request just sent is
+ * answered: whether the device thread had it (queued, running, or done and
+ * not yet completed) at any turn's end.  A job run on the loop is read,
+ * run and completed within one turn, so the dispatcher is never seen busy
+ * with it; a job handed to the device thread is completed in a later turn
+ * than the one that read it (the uv_async or the poll handle), so between
+ * those turns it is. */
+static bool answered_by_device_thread(client_t *c) {
+  int want = nanswers + 1;
+  uint64_t end = now_ms() + 20000;
+  bool device = false;
+  while (nanswers < want && now_ms() < end) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    collect(c, 0);
+    device |= !dsp_idle(d->loop.dsp);
+    if (nanswers < want) poll(NULL, 0, 1);
+  }
+  ck_assert_int_eq(nanswers, want);
+  ck_assert_str_eq(answers[want - 1].error, "");
+  return device;
+}
+
+/* A fast noop(1) answered (its arena built), then an idle gap: past any
+ * back-to-back window (dispatch.h), with nothing in flight. */
+static void fast_noop_then_a_gap(client_t *c, uint32_t msgid) {
+  struct timespec gap = {0, 20 * 1000 * 1000};
+  int want = nanswers + 1;
+  send_noop(c, msgid, 0);
+  run_until(c, 1, want);
+  ck_assert_str_eq(answers[want - 1].error, "");
+  nanosleep(&gap, NULL);
+}
+
+START_TEST(short_dispatch_after_a_gap_runs_on_the_loop) {
+  client_t c;
+  client_open(&c);
+  fast_noop_then_a_gap(&c, 1);
+  send_noop(&c, 2, 0);
+  ck_assert(!answered_by_device_thread(&c));
+  client_close(&c);
+}
+END_TEST
+
+/* What a client asks for next decides, not what it ran before: a noop
+ * whose declared cost is over the loop's budget (one 200 ms task, or 200
+ * tasks) runs on the device thread even right after a fast run of the same
+ * program, where a rule from the program's last run would put it on the
+ * loop and block it for the whole run. */
+START_TEST(dispatch_over_budget_runs_on_the_device_thread) {
+  client_t c;
+  client_open(&c);
+  fast_noop_then_a_gap(&c, 1); /* builds the arena: not fast */
+  fast_noop_then_a_gap(&c, 2);
+  send_noop(&c, 3, 200000);
+  ck_assert(answered_by_device_thread(&c));
+  fast_noop_then_a_gap(&c, 4);
+  send_noop_tasks(&c, 5, 200, 0);
+  ck_assert(answered_by_device_thread(&c));
+  client_close(&c);
+}
+END_TEST
+
 static Suite *requests_suite(void) {
   Suite *s = suite_create("requests");
   TCase *tc = tcase_create("wait"), *busy = tcase_create("busy");
@@ -311,6 +379,8 @@ static Suite *requests_suite(void) {
   tcase_add_test(tc, connections_take_turns);
   tcase_add_test(tc, closed_connection_drops_what_waits);
   tcase_add_test(tc, drain_answers_waiting_requests);
+  tcase_add_test(tc, short_dispatch_after_a_gap_runs_on_the_loop);
+  tcase_add_test(tc, dispatch_over_budget_runs_on_the_device_thread);
   tcase_add_checked_fixture(busy, setup_busy, teardown);
   tcase_set_timeout(busy, 60);
   tcase_add_test(busy, busy_beyond_queue_depth);

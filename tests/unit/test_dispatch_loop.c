@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_dispatch_loop — the dispatcher's run on the loop (dispatch.h): a
+ * short job after a gap with the device free runs inside dsp_submit on the
+ * loop, completion included; a job that is not short, one submitted while
+ * another is in flight, and one submitted back to back go to the device
+ * thread; a job run on the loop is still dropped past its deadline; a
+ * draining dispatcher refuses it. */
+#include <check.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pto/errors.h>
+
+#include "check_main.h"
+#include "dispatch.h"
+
+typedef struct test_job {
+  dsp_job_t job; /* first: the callbacks cast back */
+  bool short_job;
+  sem_t *hold; /* run waits on it (NULL: none) */
+  bool ran, completed;
+  pthread_t ran_on;
+  /* Submitted from this job's completion (back to back). */
+  struct test_job *then;
+  dsp_t *dsp;
+} test_job_t;
+
+static void run_job(dsp_job_t *job) {
+  test_job_t *t = (test_job_t *)job;
+  if (t->hold) sem_wait(t->hold);
+  t->ran = true;
+  t->ran_on = pthread_self();
+}
+
+static void complete_job(dsp_job_t *job) {
+  test_job_t *t = (test_job_t *)job;
+  t->completed = true;
+  if (t->then) ck_assert_int_eq(dsp_submit(t->dsp, &t->then->job), 0);
+}
+
+static bool job_is_short(dsp_job_t *job) { return ((test_job_t *)job)->short_job; }
+
+static void init_job(test_job_t *t, dsp_t *dsp, bool short_job) {
+  memset(t, 0, sizeof(*t));
+  t->job.run = run_job;
+  t->job.complete = complete_job;
+  t->job.is_short = job_is_short;
+  t->short_job = short_job;
+  t->dsp = dsp;
+}
+
+/* Run the loop until `t` is completed. */
+static void wait_completed(uv_loop_t *loop, const test_job_t *t) {
+  while (!t->completed) uv_run(loop, UV_RUN_ONCE);
+}
+
+/* Past the gap of a back-to-back client at the default spin window. */
+static void idle_a_while(void) {
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static void destroy(uv_loop_t *loop, dsp_t *dsp) {
+  dsp_destroy(dsp);
+  uv_run(loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(loop), 0);
+}
+
+START_TEST(short_job_after_a_gap_runs_on_the_loop) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  test_job_t first, second;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  init_job(&first, dsp, true);
+  ck_assert_int_eq(dsp_submit(dsp, &first.job), 0);
+  /* Run and completed before dsp_submit returned, on this thread. */
+  ck_assert(first.completed && first.ran);
+  ck_assert_int_eq(first.job.outcome, DSP_RAN);
+  ck_assert(pthread_equal(first.ran_on, pthread_self()));
+  idle_a_while();
+  init_job(&second, dsp, true);
+  ck_assert_int_eq(dsp_submit(dsp, &second.job), 0);
+  ck_assert(second.completed && pthread_equal(second.ran_on, pthread_self()));
+  destroy(&loop, dsp);
+}
+END_TEST
+
+START_TEST(long_or_unmarked_job_goes_to_the_device_thread) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  test_job_t long_job, unmarked;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  init_job(&long_job, dsp, false);
+  ck_assert_int_eq(dsp_submit(dsp, &long_job.job), 0);
+  ck_assert(!long_job.completed); /* completions run on the loop, later */
+  wait_completed(&loop, &long_job);
+  ck_assert(long_job.ran && !pthread_equal(long_job.ran_on, pthread_self()));
+  idle_a_while();
+  init_job(&unmarked, dsp, true);
+  unmarked.job.is_short = NULL;
+  ck_assert_int_eq(dsp_submit(dsp, &unmarked.job), 0);
+  wait_completed(&loop, &unmarked);
+  ck_assert(!pthread_equal(unmarked.ran_on, pthread_self()));
+  destroy(&loop, dsp);
+}
+END_TEST
+
+START_TEST(short_job_waits_behind_a_running_one) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  sem_t hold;
+  test_job_t running, queued;
+  uv_loop_init(&loop);
+  sem_init(&hold, 0, 0);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  init_job(&running, dsp, false);
+  running.hold = &hold;
+  ck_assert_int_eq(dsp_submit(dsp, &running.job), 0);
+  idle_a_while();
+  init_job(&queued, dsp, true);
+  ck_assert_int_eq(dsp_submit(dsp, &queued.job), 0);
+  ck_assert(!queued.ran); /* not on the loop: the device is busy */
+  sem_post(&hold);
+  wait_completed(&loop, &queued);
+  ck_assert(running.completed);
+  ck_assert(!pthread_equal(queued.ran_on, pthread_self()));
+  destroy(&loop, dsp);
+  sem_destroy(&hold);
+}
+END_TEST
+
+/* Submitted from the previous job's completion, microseconds after it:
+ * back to back, within the gap of the widest spin window (10 ms). */
+START_TEST(back_to_back_short_job_goes_to_the_device_thread) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  test_job_t first, next;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  dsp_set_spin_us(dsp, DSP_MAX_SPIN_US);
+  init_job(&first, dsp, false);
+  init_job(&next, dsp, true);
+  first.then = &next;
+  ck_assert_int_eq(dsp_submit(dsp, &first.job), 0);
+  wait_completed(&loop, &next);
+  ck_assert(!pthread_equal(next.ran_on, pthread_self()));
+  destroy(&loop, dsp);
+}
+END_TEST
+
+START_TEST(expired_short_job_is_not_run_on_the_loop) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  test_job_t late;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  init_job(&late, dsp, true);
+  late.job.deadline_ns = 1; /* long past */
+  ck_assert_int_eq(dsp_submit(dsp, &late.job), 0);
+  ck_assert(late.completed && !late.ran);
+  ck_assert_int_eq(late.job.outcome, DSP_EXPIRED);
+  destroy(&loop, dsp);
+}
+END_TEST
+
+START_TEST(draining_refuses_a_short_job) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  test_job_t refused;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  dsp_drain(dsp);
+  init_job(&refused, dsp, true);
+  ck_assert_int_eq(dsp_submit(dsp, &refused.job), -PTO_E_SHUTTING_DOWN);
+  ck_assert(!refused.ran && !refused.completed);
+  destroy(&loop, dsp);
+}
+END_TEST
+
+static Suite *dispatch_loop_suite(void) {
+  Suite *s = suite_create("dispatch_loop");
+  TCase *tc = tcase_create("dispatch_loop");
+  tcase_add_test(tc, short_job_after_a_gap_runs_on_the_loop);
+  tcase_add_test(tc, long_or_unmarked_job_goes_to_the_device_thread);
+  tcase_add_test(tc, short_job_waits_behind_a_running_one);
+  tcase_add_test(tc, back_to_back_short_job_goes_to_the_device_thread);
+  tcase_add_test(tc, expired_short_job_is_not_run_on_the_loop);
+  tcase_add_test(tc, draining_refuses_a_short_job);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+PTO_CHECK_MAIN(dispatch_loop_suite)
