@@ -19,8 +19,8 @@
  *   client    pto_client_dispatch() back to back (what a user sees)
  *   python    the Python client's dispatch() back to back (client/python,
  *             one process per repetition; its start-up is not timed)
- *   client and python after 20 ms idle too (Python's idle loop is a
- *             process of its own, run after the interleaved ones)
+ *   client and python after 20 ms idle too (the Python process runs in
+ *             lockstep with the idle loop below, a sample when asked)
  * and the peer baseline a user would otherwise pick (zmq_peer.h): a ZeroMQ
  * REQ/REP round trip over ipc:// with msgpack messages of the same sizes,
  * back to back and after 20 ms idle.
@@ -183,31 +183,29 @@ enum {
 #define B2B_LOOPS (B2B_PEERS + 3 * NDAEMONS)
 
 /* After-idle samples, interleaved: the ping-pong and ZeroMQ, then per
- * daemon raw, ping and client (after 2 ms idle only the ping-pong and raw). */
+ * daemon raw, ping, client and python (after 2 ms idle only the ping-pong
+ * and raw). */
 #define IDLE_PP 0
 #define IDLE_ZMQ 1
-#define IDLE_RAW(di) (2 + 3 * (di))
-#define IDLE_PING(di) (3 + 3 * (di))
-#define IDLE_CLIENT(di) (4 + 3 * (di))
-#define IDLE_KINDS (2 + 3 * NDAEMONS)
+#define IDLE_RAW(di) (2 + 4 * (di))
+#define IDLE_PING(di) (3 + 4 * (di))
+#define IDLE_CLIENT(di) (4 + 4 * (di))
+#define IDLE_PYTHON(di) (5 + 4 * (di))
+#define IDLE_KINDS (2 + 4 * NDAEMONS)
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
 static bool python_ok = true; /* every Python loop ran */
 
-/* The Python client's noop(1), each after `idle` seconds (0: back to
- * back): after `warm` dispatches, the p50 and p99 (nearest rank, as
- * bench_percentile) of `n`, in us. */
+/* The Python client's noop(1) back to back: after `warm` dispatches, the
+ * p50 and p99 (nearest rank, as bench_percentile) of `n`, in us. */
 static const char python_script[] =
     "import math, sys, time\n"
     "from ptoclient import Client\n"
     "sock, n, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
-    "idle = float(sys.argv[4])\n"
     "t = []\n"
     "with Client(socket_path=sock, timeout=10) as c:\n"
     "    for _ in range(warm + n):\n"
-    "        if idle:\n"
-    "            time.sleep(idle)\n"
     "        t0 = time.perf_counter()\n"
     "        c.dispatch('noop', [1])\n"
     "        t.append((time.perf_counter() - t0) * 1e6)\n"
@@ -215,14 +213,12 @@ static const char python_script[] =
     "rank = lambda p: t[min(n, max(1, math.ceil(p / 100 * n))) - 1]\n"
     "print(rank(50), rank(99))\n";
 
-static void python_loop(const char *socket, size_t n, size_t warm, uint64_t idle_us, series_t *s,
-                        int rep) {
-  char sn[32], sw[32], si[32];
-  const char *args[] = {socket, sn, sw, si, NULL};
+static void python_loop(const char *socket, size_t n, size_t warm, series_t *s, int rep) {
+  char sn[32], sw[32];
+  const char *args[] = {socket, sn, sw, NULL};
   double v[2];
   snprintf(sn, sizeof sn, "%zu", n);
   snprintf(sw, sizeof sw, "%zu", warm);
-  snprintf(si, sizeof si, "%.6f", (double)idle_us / 1e6);
   if (bench_python(python_script, args, v, 2) < 0) {
     python_ok = false;
     v[0] = v[1] = -1;
@@ -262,6 +258,46 @@ typedef struct run {
   size_t qlen, rlen, plen, n, warm, nidle;
   double *lat, *lat2[IDLE_KINDS];
 } run_t;
+
+/* The Python client's noop(1) in lockstep with the idle loop: `warm`
+ * dispatches, then one per line on stdin, each after `idle` seconds of its
+ * own sleep (as the C loop's), its round trip printed in us. */
+static const char python_idle_script[] =
+    "import os, sys, time\n"
+    "from ptoclient import Client\n"
+    "sock, warm, idle = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])\n"
+    "with Client(socket_path=sock, timeout=10) as c:\n"
+    "    for _ in range(warm):\n"
+    "        time.sleep(idle)\n"
+    "        c.dispatch('noop', [1])\n"
+    "    while os.read(0, 1):\n"
+    "        time.sleep(idle)\n"
+    "        t0 = time.perf_counter()\n"
+    "        c.dispatch('noop', [1])\n"
+    "        t = (time.perf_counter() - t0) * 1e6\n"
+    "        os.write(1, b'%.3f\\n' % t)\n";
+
+/* Start one lockstep Python process per daemon, each dispatch after 20 ms
+ * idle as the C loops; false when one did not start. */
+static bool python_idle_start(run_t *x, bench_pystep_t *py) {
+  char sw[32];
+  bool ok = true;
+  snprintf(sw, sizeof sw, "%zu", x->nidle / 10 + 1);
+  for (int di = 0; di < NDAEMONS; di++) {
+    const char *args[] = {x->t[di].d.socket, sw, "0.02", NULL};
+    if (bench_pystep_start(&py[di], python_idle_script, args) < 0) ok = false;
+  }
+  return ok;
+}
+
+/* Stop them, record their series; a failed one leaves the Python rows out. */
+static void python_idle_finish(run_t *x, bench_pystep_t *py, bool ok, int r) {
+  for (int di = 0; di < NDAEMONS; di++) {
+    if (bench_pystep_stop(&py[di]) < 0) ok = false;
+    record(&series[K_PYTHON_IDLE20 + di], r, x->lat2[IDLE_PYTHON(di)], x->nidle);
+  }
+  if (!ok) python_ok = false;
+}
 
 /* A ping request ([0, 7, "ping", []]) into buf; returns its size. */
 static size_t pack_ping(char *buf, size_t cap) {
@@ -335,7 +371,7 @@ static void b2b_loop(run_t *x, int s, int r) {
     record(&series[K_ZMQ_B2B], r, x->lat + x->warm, x->n);
   } else if ((s - B2B_PEERS) % 3 == 2) {
     int di = (s - B2B_PEERS) / 3;
-    python_loop(x->t[di].d.socket, x->n, x->warm, 0, &series[K_PYTHON + di], r);
+    python_loop(x->t[di].d.socket, x->n, x->warm, &series[K_PYTHON + di], r);
   } else {
     int di = (s - B2B_PEERS) / 3;
     target_t *t = &x->t[di];
@@ -353,9 +389,11 @@ static void b2b_loop(run_t *x, int s, int r) {
   }
 }
 
-/* The after-idle loops of one repetition, interleaved sample by sample;
- * then the Python client's, a process of its own. */
+/* The after-idle loops of one repetition, interleaved sample by sample
+ * (the Python client's too, each a process in lockstep). */
 static void idle_loops(run_t *x, int r) {
+  bench_pystep_t py[NDAEMONS];
+  bool python = python_idle_start(x, py);
   for (int gap = 0; gap < 2; gap++) {
     uint64_t idle_us = gap == 0 ? 20000 : 2000;
     int echo_fd;
@@ -376,6 +414,7 @@ static void idle_loops(run_t *x, int r) {
         x->lat2[IDLE_PING(di)][i] = raw_once(t->fd, &t->u, x->ping_req, x->plen);
         bench_sleep_us(idle_us);
         x->lat2[IDLE_CLIENT(di)][i] = client_once(t->c);
+        if (python && bench_pystep(&py[di], &x->lat2[IDLE_PYTHON(di)][i]) < 0) python = false;
       }
     }
     bench_peer_stop(echo_fd, echo);
@@ -390,9 +429,7 @@ static void idle_loops(run_t *x, int r) {
       record(&series[K_CLIENT_IDLE20 + di], r, x->lat2[IDLE_CLIENT(di)], x->nidle);
     }
   }
-  for (int di = 0; di < NDAEMONS; di++)
-    python_loop(x->t[di].d.socket, x->nidle, x->nidle / 10 + 1, 20000,
-                &series[K_PYTHON_IDLE20 + di], r);
+  python_idle_finish(x, py, python, r);
 }
 
 static void print_rep(int r) {
