@@ -19,8 +19,7 @@
  *   client    pto_client_dispatch() back to back (what a user sees)
  *   python    the Python client's dispatch() back to back (client/python,
  *             one process per repetition; its start-up is not timed)
- *   client and python after 20 ms idle too (the Python process runs in
- *             lockstep with the idle loop below, a sample when asked)
+ *   client and python after 20 ms idle too (Python's: python_pairs)
  * and the peer baseline a user would otherwise pick (zmq_peer.h): a ZeroMQ
  * REQ/REP round trip over ipc:// with msgpack messages of the same sizes,
  * back to back and after 20 ms idle.
@@ -174,7 +173,8 @@ enum {
   K_RAW_B2B, K_RAW_IDLE20 = K_RAW_B2B + NDAEMONS, K_RAW_IDLE2 = K_RAW_IDLE20 + NDAEMONS,
   K_PING_IDLE20 = K_RAW_IDLE2 + NDAEMONS, K_CLIENT = K_PING_IDLE20 + NDAEMONS,
   K_PYTHON = K_CLIENT + NDAEMONS, K_CLIENT_IDLE20 = K_PYTHON + NDAEMONS,
-  K_PYTHON_IDLE20 = K_CLIENT_IDLE20 + NDAEMONS, K_COUNT = K_PYTHON_IDLE20 + NDAEMONS
+  K_PYTHON_IDLE20 = K_CLIENT_IDLE20 + NDAEMONS, K_CLIENT_PAIR20 = K_PYTHON_IDLE20 + NDAEMONS,
+  K_COUNT = K_CLIENT_PAIR20 + NDAEMONS
 };
 
 /* Back-to-back loops per repetition: two ping-pongs and ZeroMQ, then raw,
@@ -183,15 +183,14 @@ enum {
 #define B2B_LOOPS (B2B_PEERS + 3 * NDAEMONS)
 
 /* After-idle samples, interleaved: the ping-pong and ZeroMQ, then per
- * daemon raw, ping, client and python (after 2 ms idle only the ping-pong
- * and raw). */
+ * daemon raw, ping and client (after 2 ms idle only the ping-pong and raw). */
 #define IDLE_PP 0
 #define IDLE_ZMQ 1
-#define IDLE_RAW(di) (2 + 4 * (di))
-#define IDLE_PING(di) (3 + 4 * (di))
-#define IDLE_CLIENT(di) (4 + 4 * (di))
-#define IDLE_PYTHON(di) (5 + 4 * (di))
-#define IDLE_KINDS (2 + 4 * NDAEMONS)
+#define IDLE_RAW(di) (2 + 3 * (di))
+#define IDLE_PING(di) (3 + 3 * (di))
+#define IDLE_CLIENT(di) (4 + 3 * (di))
+#define IDLE_KINDS (2 + 3 * NDAEMONS)
+#define PAIR_BLOCK 10 /* dispatches per block in python_pairs */
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
@@ -258,46 +257,6 @@ typedef struct run {
   size_t qlen, rlen, plen, n, warm, nidle;
   double *lat, *lat2[IDLE_KINDS];
 } run_t;
-
-/* The Python client's noop(1) in lockstep with the idle loop: `warm`
- * dispatches, then one per line on stdin, each after `idle` seconds of its
- * own sleep (as the C loop's), its round trip printed in us. */
-static const char python_idle_script[] =
-    "import os, sys, time\n"
-    "from ptoclient import Client\n"
-    "sock, warm, idle = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])\n"
-    "with Client(socket_path=sock, timeout=10) as c:\n"
-    "    for _ in range(warm):\n"
-    "        time.sleep(idle)\n"
-    "        c.dispatch('noop', [1])\n"
-    "    while os.read(0, 1):\n"
-    "        time.sleep(idle)\n"
-    "        t0 = time.perf_counter()\n"
-    "        c.dispatch('noop', [1])\n"
-    "        t = (time.perf_counter() - t0) * 1e6\n"
-    "        os.write(1, b'%.3f\\n' % t)\n";
-
-/* Start one lockstep Python process per daemon, each dispatch after 20 ms
- * idle as the C loops; false when one did not start. */
-static bool python_idle_start(run_t *x, bench_pystep_t *py) {
-  char sw[32];
-  bool ok = true;
-  snprintf(sw, sizeof sw, "%zu", x->nidle / 10 + 1);
-  for (int di = 0; di < NDAEMONS; di++) {
-    const char *args[] = {x->t[di].d.socket, sw, "0.02", NULL};
-    if (bench_pystep_start(&py[di], python_idle_script, args) < 0) ok = false;
-  }
-  return ok;
-}
-
-/* Stop them, record their series; a failed one leaves the Python rows out. */
-static void python_idle_finish(run_t *x, bench_pystep_t *py, bool ok, int r) {
-  for (int di = 0; di < NDAEMONS; di++) {
-    if (bench_pystep_stop(&py[di]) < 0) ok = false;
-    record(&series[K_PYTHON_IDLE20 + di], r, x->lat2[IDLE_PYTHON(di)], x->nidle);
-  }
-  if (!ok) python_ok = false;
-}
 
 /* A ping request ([0, 7, "ping", []]) into buf; returns its size. */
 static size_t pack_ping(char *buf, size_t cap) {
@@ -389,11 +348,8 @@ static void b2b_loop(run_t *x, int s, int r) {
   }
 }
 
-/* The after-idle loops of one repetition, interleaved sample by sample
- * (the Python client's too, each a process in lockstep). */
+/* The after-idle loops of one repetition, interleaved sample by sample. */
 static void idle_loops(run_t *x, int r) {
-  bench_pystep_t py[NDAEMONS];
-  bool python = python_idle_start(x, py);
   for (int gap = 0; gap < 2; gap++) {
     uint64_t idle_us = gap == 0 ? 20000 : 2000;
     int echo_fd;
@@ -414,7 +370,6 @@ static void idle_loops(run_t *x, int r) {
         x->lat2[IDLE_PING(di)][i] = raw_once(t->fd, &t->u, x->ping_req, x->plen);
         bench_sleep_us(idle_us);
         x->lat2[IDLE_CLIENT(di)][i] = client_once(t->c);
-        if (python && bench_pystep(&py[di], &x->lat2[IDLE_PYTHON(di)][i]) < 0) python = false;
       }
     }
     bench_peer_stop(echo_fd, echo);
@@ -429,7 +384,48 @@ static void idle_loops(run_t *x, int r) {
       record(&series[K_CLIENT_IDLE20 + di], r, x->lat2[IDLE_CLIENT(di)], x->nidle);
     }
   }
-  python_idle_finish(x, py, python, r);
+}
+
+/* The Python client's noop(1) when asked: for each line on stdin one, after
+ * `idle` seconds of its own sleep, its round trip printed in us. */
+static const char python_idle_script[] =
+    "import os, sys, time\n"
+    "from ptoclient import Client\n"
+    "sock, idle = sys.argv[1], float(sys.argv[2])\n"
+    "with Client(socket_path=sock, timeout=10) as c:\n"
+    "    while os.read(0, 1):\n"
+    "        time.sleep(idle)\n"
+    "        t0 = time.perf_counter()\n"
+    "        c.dispatch('noop', [1])\n"
+    "        os.write(1, b'%.3f\\n' % ((time.perf_counter() - t0) * 1e6))\n";
+
+/* The Python client against libptoclient, noop(1) after 20 ms idle on
+ * daemon di, in alternating blocks: 1 + PAIR_BLOCK dispatches through one,
+ * each after 20 ms of its own process's sleep, then as many through the
+ * other (a Python process in lockstep): both see the same minutes, and each
+ * process idles 20 ms between its dispatches (in idle_loops a Python
+ * process would sleep ten times as long).  The first block, and the first
+ * dispatch of each (after the other's whole block), are left out. */
+static void python_pairs(run_t *x, int di, int r) {
+  const char *args[] = {x->t[di].d.socket, "0.02", NULL};
+  double *c = x->lat, *py = x->lat + x->nidle, cb[PAIR_BLOCK + 1], pb[PAIR_BLOCK + 1];
+  bench_pystep_t p;
+  bool ok = bench_pystep_start(&p, python_idle_script, args) == 0;
+  for (size_t got = 0, b = 0; ok && got < x->nidle; b++) {
+    size_t k = x->nidle - got < PAIR_BLOCK ? x->nidle - got : PAIR_BLOCK;
+    for (size_t i = 0; i <= k; i++) {
+      bench_sleep_us(20000);
+      cb[i] = client_once(x->t[di].c);
+    }
+    ok = bench_pystep(&p, k + 1, pb) == 0;
+    if (b == 0) continue;
+    memcpy(c + got, cb + 1, k * sizeof *cb);
+    memcpy(py + got, pb + 1, k * sizeof *pb);
+    got += k;
+  }
+  if (bench_pystep_stop(&p) < 0 || !ok) python_ok = false;
+  record(&series[K_CLIENT_PAIR20 + di], r, c, x->nidle);
+  record(&series[K_PYTHON_IDLE20 + di], r, py, x->nidle);
 }
 
 static void print_rep(int r) {
@@ -439,11 +435,12 @@ static void print_rep(int r) {
          series[K_ZMQ_IDLE20].p50[r]);
   for (int di = 0; di < NDAEMONS; di++)
     printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f (idle20 %.1f) python "
-           "%.1f (idle20 %.1f) us, %.1f us cpu, %.2f cores |",
+           "%.1f (idle20 %.1f vs client %.1f) us, %.1f us cpu, %.2f cores |",
            spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
            series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
            series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r],
-           series[K_PYTHON + di].p50[r], series[K_PYTHON_IDLE20 + di].p50[r], cpu_per[di][r],
+           series[K_PYTHON + di].p50[r], series[K_PYTHON_IDLE20 + di].p50[r],
+           series[K_CLIENT_PAIR20 + di].p50[r], cpu_per[di][r],
            cores[di][r]);
   printf("\n");
   fflush(stdout);
@@ -500,8 +497,8 @@ typedef struct ratio {
 static const ratio_t ratios[] = {
     {"python_vs_client", K_PYTHON, K_CLIENT, true, true,
      "Python client / libptoclient, noop(1) back to back, same rep"},
-    {"python_idle20_vs_client", K_PYTHON_IDLE20, K_CLIENT_IDLE20, true, true,
-     "Python client / libptoclient, noop(1) after 20 ms idle, same rep"},
+    {"python_idle20_vs_client", K_PYTHON_IDLE20, K_CLIENT_PAIR20, true, true,
+     "Python client / libptoclient, noop(1) after 20 ms idle, alternating blocks, same rep"},
     {"b2b_vs_spin", K_RAW_B2B, K_PP_SPIN, false, false,
      "raw dispatch back to back / spinning ping-pong, same rep"},
     {"client_vs_spin", K_CLIENT, K_PP_SPIN, false, false,
@@ -534,6 +531,8 @@ static const struct {
     {"python", K_PYTHON, true, "noop(1) through the Python client, back to back"},
     {"python_idle20", K_PYTHON_IDLE20, true,
      "noop(1) through the Python client, each after 20 ms idle"},
+    {"client_idle20_paired", K_CLIENT_PAIR20, true,
+     "noop(1) through libptoclient, after 20 ms idle, in blocks alternating with Python's"},
 };
 
 static void daemon_figures(int di, int reps) {
@@ -587,6 +586,7 @@ int main(int argc, char **argv) {
     /* Back to back: each loop alone, in an order that turns every rep. */
     for (int step = 0; step < B2B_LOOPS; step++) b2b_loop(&x, (step + r) % B2B_LOOPS, r);
     idle_loops(&x, r);
+    for (int di = 0; di < NDAEMONS; di++) python_pairs(&x, di, r);
     print_rep(r);
   }
   idle_cpu_figures(&x, o.smoke);

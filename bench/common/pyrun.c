@@ -124,22 +124,30 @@ int bench_pystep_start(bench_pystep_t *p, const char *script, const char *const 
   return 0;
 }
 
-int bench_pystep(bench_pystep_t *p, double *ret) {
-  char line[64], *end;
-  size_t have = 0;
+int bench_pystep(bench_pystep_t *p, size_t n, double *ret) {
+  char line[4096], asks[64], *at, *end;
+  size_t have = 0, got = 0;
   ssize_t r;
-  while ((r = write(p->to, "\n", 1)) < 0 && errno == EINTR) {
+  memset(asks, '\n', sizeof asks);
+  if (n > sizeof asks) return -1;
+  while ((r = write(p->to, asks, n)) < 0 && errno == EINTR) {
   }
-  if (r != 1) return -1;
-  while (have < sizeof line - 1 && (have == 0 || line[have - 1] != '\n')) {
+  if (r != (ssize_t)n) return -1;
+  for (at = line; got < n;) {
+    char *nl = memchr(at, '\n', have - (size_t)(at - line));
+    if (nl) { /* a whole line: its number */
+      ret[got++] = strtod(at, &end);
+      if (end == at) return -1;
+      at = nl + 1;
+      continue;
+    }
+    if (have == sizeof line - 1) return -1;
     r = read(p->from, line + have, sizeof line - 1 - have);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
     have += (size_t)r;
   }
-  line[have] = '\0';
-  *ret = strtod(line, &end);
-  return end == line ? -1 : 0;
+  return 0;
 }
 
 int bench_pystep_stop(bench_pystep_t *p) {
