@@ -19,8 +19,7 @@
  *   client    pto_client_dispatch() back to back (what a user sees)
  *   python    the Python client's dispatch() back to back (client/python,
  *             one process per repetition; its start-up is not timed)
- *   client and python after 20 ms idle too (Python's idle loop is a
- *             process of its own, run after the interleaved ones)
+ *   client and python after 20 ms idle too (Python's: python_pairs)
  * and the peer baseline a user would otherwise pick (zmq_peer.h): a ZeroMQ
  * REQ/REP round trip over ipc:// with msgpack messages of the same sizes,
  * back to back and after 20 ms idle.  client_vs_zmq splits into
@@ -175,7 +174,8 @@ enum {
   K_RAW_B2B, K_RAW_IDLE20 = K_RAW_B2B + NDAEMONS, K_RAW_IDLE2 = K_RAW_IDLE20 + NDAEMONS,
   K_PING_IDLE20 = K_RAW_IDLE2 + NDAEMONS, K_CLIENT = K_PING_IDLE20 + NDAEMONS,
   K_PYTHON = K_CLIENT + NDAEMONS, K_CLIENT_IDLE20 = K_PYTHON + NDAEMONS,
-  K_PYTHON_IDLE20 = K_CLIENT_IDLE20 + NDAEMONS, K_COUNT = K_PYTHON_IDLE20 + NDAEMONS
+  K_PYTHON_IDLE20 = K_CLIENT_IDLE20 + NDAEMONS, K_CLIENT_PAIR20 = K_PYTHON_IDLE20 + NDAEMONS,
+  K_COUNT = K_CLIENT_PAIR20 + NDAEMONS
 };
 
 /* Back-to-back loops per repetition: two ping-pongs and ZeroMQ, then raw,
@@ -191,24 +191,21 @@ enum {
 #define IDLE_PING(di) (3 + 3 * (di))
 #define IDLE_CLIENT(di) (4 + 3 * (di))
 #define IDLE_KINDS (2 + 3 * NDAEMONS)
+#define PAIR_BLOCK 10 /* dispatches per block in python_pairs */
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
 static bool python_ok = true; /* every Python loop ran */
 
-/* The Python client's noop(1), each after `idle` seconds (0: back to
- * back): after `warm` dispatches, the p50 and p99 (nearest rank, as
- * bench_percentile) of `n`, in us. */
+/* The Python client's noop(1) back to back: after `warm` dispatches, the
+ * p50 and p99 (nearest rank, as bench_percentile) of `n`, in us. */
 static const char python_script[] =
     "import math, sys, time\n"
     "from ptoclient import Client\n"
     "sock, n, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
-    "idle = float(sys.argv[4])\n"
     "t = []\n"
     "with Client(socket_path=sock, timeout=10) as c:\n"
     "    for _ in range(warm + n):\n"
-    "        if idle:\n"
-    "            time.sleep(idle)\n"
     "        t0 = time.perf_counter()\n"
     "        c.dispatch('noop', [1])\n"
     "        t.append((time.perf_counter() - t0) * 1e6)\n"
@@ -216,14 +213,12 @@ static const char python_script[] =
     "rank = lambda p: t[min(n, max(1, math.ceil(p / 100 * n))) - 1]\n"
     "print(rank(50), rank(99))\n";
 
-static void python_loop(const char *socket, size_t n, size_t warm, uint64_t idle_us, series_t *s,
-                        int rep) {
-  char sn[32], sw[32], si[32];
-  const char *args[] = {socket, sn, sw, si, NULL};
+static void python_loop(const char *socket, size_t n, size_t warm, series_t *s, int rep) {
+  char sn[32], sw[32];
+  const char *args[] = {socket, sn, sw, NULL};
   double v[2];
   snprintf(sn, sizeof sn, "%zu", n);
   snprintf(sw, sizeof sw, "%zu", warm);
-  snprintf(si, sizeof si, "%.6f", (double)idle_us / 1e6);
   if (bench_python(python_script, args, v, 2) < 0) {
     python_ok = false;
     v[0] = v[1] = -1;
@@ -336,7 +331,7 @@ static void b2b_loop(run_t *x, int s, int r) {
     record(&series[K_ZMQ_B2B], r, x->lat + x->warm, x->n);
   } else if ((s - B2B_PEERS) % 3 == 2) {
     int di = (s - B2B_PEERS) / 3;
-    python_loop(x->t[di].d.socket, x->n, x->warm, 0, &series[K_PYTHON + di], r);
+    python_loop(x->t[di].d.socket, x->n, x->warm, &series[K_PYTHON + di], r);
   } else {
     int di = (s - B2B_PEERS) / 3;
     target_t *t = &x->t[di];
@@ -354,8 +349,7 @@ static void b2b_loop(run_t *x, int s, int r) {
   }
 }
 
-/* The after-idle loops of one repetition, interleaved sample by sample;
- * then the Python client's, a process of its own. */
+/* The after-idle loops of one repetition, interleaved sample by sample. */
 static void idle_loops(run_t *x, int r) {
   for (int gap = 0; gap < 2; gap++) {
     uint64_t idle_us = gap == 0 ? 20000 : 2000;
@@ -391,9 +385,48 @@ static void idle_loops(run_t *x, int r) {
       record(&series[K_CLIENT_IDLE20 + di], r, x->lat2[IDLE_CLIENT(di)], x->nidle);
     }
   }
-  for (int di = 0; di < NDAEMONS; di++)
-    python_loop(x->t[di].d.socket, x->nidle, x->nidle / 10 + 1, 20000,
-                &series[K_PYTHON_IDLE20 + di], r);
+}
+
+/* The Python client's noop(1) when asked: for each line on stdin one, after
+ * `idle` seconds of its own sleep, its round trip printed in us. */
+static const char python_idle_script[] =
+    "import os, sys, time\n"
+    "from ptoclient import Client\n"
+    "sock, idle = sys.argv[1], float(sys.argv[2])\n"
+    "with Client(socket_path=sock, timeout=10) as c:\n"
+    "    while os.read(0, 1):\n"
+    "        time.sleep(idle)\n"
+    "        t0 = time.perf_counter()\n"
+    "        c.dispatch('noop', [1])\n"
+    "        os.write(1, b'%.3f\\n' % ((time.perf_counter() - t0) * 1e6))\n";
+
+/* The Python client against libptoclient, noop(1) after 20 ms idle on
+ * daemon di, in alternating blocks: 1 + PAIR_BLOCK dispatches through one,
+ * each after 20 ms of its own process's sleep, then as many through the
+ * other (a Python process in lockstep): both see the same minutes, and each
+ * process idles 20 ms between its dispatches (in idle_loops a Python
+ * process would sleep ten times as long).  The first block, and the first
+ * dispatch of each (after the other's whole block), are left out. */
+static void python_pairs(run_t *x, int di, int r) {
+  const char *args[] = {x->t[di].d.socket, "0.02", NULL};
+  double *c = x->lat, *py = x->lat + x->nidle, cb[PAIR_BLOCK + 1], pb[PAIR_BLOCK + 1];
+  bench_pystep_t p;
+  bool ok = bench_pystep_start(&p, python_idle_script, args) == 0;
+  for (size_t got = 0, b = 0; ok && got < x->nidle; b++) {
+    size_t k = x->nidle - got < PAIR_BLOCK ? x->nidle - got : PAIR_BLOCK;
+    for (size_t i = 0; i <= k; i++) {
+      bench_sleep_us(20000);
+      cb[i] = client_once(x->t[di].c);
+    }
+    ok = bench_pystep(&p, k + 1, pb) == 0;
+    if (b == 0) continue;
+    memcpy(c + got, cb + 1, k * sizeof *cb);
+    memcpy(py + got, pb + 1, k * sizeof *pb);
+    got += k;
+  }
+  if (bench_pystep_stop(&p) < 0 || !ok) python_ok = false;
+  record(&series[K_CLIENT_PAIR20 + di], r, c, x->nidle);
+  record(&series[K_PYTHON_IDLE20 + di], r, py, x->nidle);
 }
 
 static void print_rep(int r) {
@@ -403,11 +436,12 @@ static void print_rep(int r) {
          series[K_ZMQ_IDLE20].p50[r]);
   for (int di = 0; di < NDAEMONS; di++)
     printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f (idle20 %.1f) python "
-           "%.1f (idle20 %.1f) us, %.1f us cpu, %.2f cores |",
+           "%.1f (idle20 %.1f vs client %.1f) us, %.1f us cpu, %.2f cores |",
            spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
            series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
            series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r],
-           series[K_PYTHON + di].p50[r], series[K_PYTHON_IDLE20 + di].p50[r], cpu_per[di][r],
+           series[K_PYTHON + di].p50[r], series[K_PYTHON_IDLE20 + di].p50[r],
+           series[K_CLIENT_PAIR20 + di].p50[r], cpu_per[di][r],
            cores[di][r]);
   printf("\n");
   fflush(stdout);
@@ -464,8 +498,8 @@ typedef struct ratio {
 static const ratio_t ratios[] = {
     {"python_vs_client", K_PYTHON, K_CLIENT, true, true,
      "Python client / libptoclient, noop(1) back to back, same rep"},
-    {"python_idle20_vs_client", K_PYTHON_IDLE20, K_CLIENT_IDLE20, true, true,
-     "Python client / libptoclient, noop(1) after 20 ms idle, same rep"},
+    {"python_idle20_vs_client", K_PYTHON_IDLE20, K_CLIENT_PAIR20, true, true,
+     "Python client / libptoclient, noop(1) after 20 ms idle, alternating blocks, same rep"},
     {"b2b_vs_spin", K_RAW_B2B, K_PP_SPIN, false, false,
      "raw dispatch back to back / spinning ping-pong, same rep"},
     {"client_vs_spin", K_CLIENT, K_PP_SPIN, false, false,
@@ -507,6 +541,8 @@ static const struct {
     {"python", K_PYTHON, true, "noop(1) through the Python client, back to back"},
     {"python_idle20", K_PYTHON_IDLE20, true,
      "noop(1) through the Python client, each after 20 ms idle"},
+    {"client_idle20_paired", K_CLIENT_PAIR20, true,
+     "noop(1) through libptoclient, after 20 ms idle, in blocks alternating with Python's"},
 };
 
 static void daemon_figures(int di, int reps) {
@@ -560,6 +596,7 @@ int main(int argc, char **argv) {
     /* Back to back: each loop alone, in an order that turns every rep. */
     for (int step = 0; step < B2B_LOOPS; step++) b2b_loop(&x, (step + r) % B2B_LOOPS, r);
     idle_loops(&x, r);
+    for (int di = 0; di < NDAEMONS; di++) python_pairs(&x, di, r);
     print_rep(r);
   }
   idle_cpu_figures(&x, o.smoke);

@@ -2,6 +2,7 @@
 #include "pyrun.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,12 +17,14 @@
 
 extern char **environ;
 
-/* Start the interpreter with stdout into out_fd and the client on
- * PYTHONPATH.  posix_spawn, not fork: a fork write-protects every page of
+/* Start the interpreter with stdout into out_fd (and stdin from in_fd
+ * unless it is -1) and the client on PYTHONPATH; other_fd and close_fd
+ * (-1: none) are closed in the child.  posix_spawn, not fork: a fork write-protects every page of
  * this process, and the benchmark's next writes into its buffers (the
  * client's receive buffer among them) would each take a page fault that is
  * the fork's, not the client's. */
-static pid_t spawn_python(int out_fd, int other_fd, const char *script, const char *const *args) {
+static pid_t spawn_python(int out_fd, int in_fd, int other_fd, int close_fd, const char *script,
+                          const char *const *args) {
   const char *argv[MAX_ARGS + 4] = {"python3", "-c", script};
   char **envp, pythonpath[] = "PYTHONPATH=" PTOD_BENCH_PYTHONPATH;
   size_t n = 3, nenv = 0;
@@ -42,6 +45,11 @@ static pid_t spawn_python(int out_fd, int other_fd, const char *script, const ch
   posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
   posix_spawn_file_actions_addclose(&fa, out_fd);
   posix_spawn_file_actions_addclose(&fa, other_fd);
+  if (in_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+    posix_spawn_file_actions_addclose(&fa, in_fd);
+  }
+  if (close_fd >= 0) posix_spawn_file_actions_addclose(&fa, close_fd);
   rc = posix_spawn(&pid, PYTHON, &fa, NULL, (char *const *)argv, envp);
   posix_spawn_file_actions_destroy(&fa);
   free(envp);
@@ -59,7 +67,7 @@ int bench_python(const char *script, const char *const *args, double *ret, size_
   pid_t pid;
 
   if (pipe(fds) < 0) return -1;
-  pid = spawn_python(fds[1], fds[0], script, args);
+  pid = spawn_python(fds[1], -1, fds[0], -1, script, args);
   close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
@@ -90,4 +98,66 @@ int bench_python(const char *script, const char *const *args, double *ret, size_
     return -1;
   }
   return (int)n;
+}
+
+int bench_pystep_start(bench_pystep_t *p, const char *script, const char *const *args) {
+  int out[2], in[2];
+  p->pid = -1;
+  p->to = p->from = -1;
+  /* Close-on-exec: another snippet started later must not hold this one's
+   * stdin open (its end of input is its cue to exit). */
+  if (pipe2(out, O_CLOEXEC) < 0) return -1;
+  if (pipe2(in, O_CLOEXEC) < 0) {
+    close(out[0]);
+    close(out[1]);
+    return -1;
+  }
+  p->pid = spawn_python(out[1], in[0], out[0], in[1], script, args);
+  close(out[1]);
+  close(in[0]);
+  p->from = out[0];
+  p->to = in[1];
+  if (p->pid < 0) {
+    bench_pystep_stop(p);
+    return -1;
+  }
+  return 0;
+}
+
+int bench_pystep(bench_pystep_t *p, size_t n, double *ret) {
+  char line[4096], asks[64], *at, *end;
+  size_t have = 0, got = 0;
+  ssize_t r;
+  memset(asks, '\n', sizeof asks);
+  if (n > sizeof asks) return -1;
+  while ((r = write(p->to, asks, n)) < 0 && errno == EINTR) {
+  }
+  if (r != (ssize_t)n) return -1;
+  for (at = line; got < n;) {
+    char *nl = memchr(at, '\n', have - (size_t)(at - line));
+    if (nl) { /* a whole line: its number */
+      ret[got++] = strtod(at, &end);
+      if (end == at) return -1;
+      at = nl + 1;
+      continue;
+    }
+    if (have == sizeof line - 1) return -1;
+    r = read(p->from, line + have, sizeof line - 1 - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    have += (size_t)r;
+  }
+  return 0;
+}
+
+int bench_pystep_stop(bench_pystep_t *p) {
+  int status = 0;
+  if (p->to >= 0) close(p->to);
+  if (p->from >= 0) close(p->from);
+  p->to = p->from = -1;
+  if (p->pid < 0) return -1;
+  while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  p->pid = -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }

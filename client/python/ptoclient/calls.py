@@ -100,12 +100,13 @@ def connect_failed(exc: BaseException, path: str, limit: float) -> ConnectFailed
 # ---- timeouts and msgids ----------------------------------------------
 
 _SECONDS = (float, int)
+_INF = math.inf  # a global, not an attribute: deadline_at runs on every call
 
 
 def deadline_at(timeout: Any) -> Optional[float]:
     """time.monotonic() + timeout, or None for no limit (None, math.inf);
     ValueError for anything that is not a number of seconds >= 0."""
-    if type(timeout) in _SECONDS and 0 <= timeout < math.inf:
+    if type(timeout) in _SECONDS and 0 <= timeout < _INF:
         return time.monotonic() + timeout  # the common case, checked in one go
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float, type(None))) \
             or (timeout is not None and (timeout < 0 or math.isnan(timeout))):

@@ -37,6 +37,15 @@ def _left(deadline):
     return None if deadline is None else deadline - time.monotonic()
 
 
+def _check_request(method, params):
+    """TypeError unless method is a str and params a dict or None."""
+    if not isinstance(method, str):
+        raise TypeError("method must be a str, got %r." % (method,))
+    if params is not None and not isinstance(params, dict):
+        raise TypeError("params must be a dict (named parameters) or None, got %s."
+                        % type(params).__name__)
+
+
 def _wait_fd(fd, events, deadline):
     """Poll one fd; True when ready (or in error), False at the deadline."""
     poller = select.poll()
@@ -140,24 +149,25 @@ class Connection:
         A write to a daemon that already closed the connection does not
         raise here: result() reports why it closed.
         """
+        _check_request(method, params)
         deadline = _deadline(self.timeout if timeout is None else timeout)
         return self._send(method, params, deadline)
 
     def _send(self, method, params, deadline, fd=None, bulk=False):
-        """fd: passed with the request's first bytes (SCM_RIGHTS).  bulk:
-        params may hold bytes-like values of BULK_MIN bytes or more, which
-        are then sent from where they lie rather than packed (see
-        ptoclient.wire)."""
-        if not isinstance(method, str):
-            raise TypeError("method must be a str, got %r." % (method,))
-        if params is not None and not isinstance(params, dict):
-            raise TypeError("params must be a dict (named parameters) or None, got %s."
-                            % type(params).__name__)
+        """send() for a method and params of this client's own making
+        (_check_request's checks are the public entries').  fd: passed with
+        the request's first bytes (SCM_RIGHTS).  bulk: params may hold
+        bytes-like values of BULK_MIN bytes or more, which are then sent
+        from where they lie rather than packed (see ptoclient.wire)."""
         self._lock.acquire()
         try:
             if self._failure is not None:
                 raise self._call_failure(method, None)
-            msgid = self._alloc_id()
+            msgid = self._next_id
+            if msgid in self._pending or msgid in self._abandoned or msgid == _MSGID_MAX:
+                msgid = self._alloc_id()
+            else:
+                self._next_id = msgid + 1
             self._pending[msgid] = method
         finally:
             self._lock.release()
@@ -261,6 +271,7 @@ class Connection:
         held = False  # this thread holds the read role
         expired = False
         lock = self._lock
+        pending, results = self._pending, self._results
         try:
             while True:
                 lock.acquire()
@@ -269,30 +280,32 @@ class Connection:
                         held = False
                         self._end_reading()
                     while True:
+                        # An answered call is still pending (_handle_inbox
+                        # records only those): the common case first.
+                        if msgid in results:
+                            error, result = results.pop(msgid)
+                            del pending[msgid]
+                            if error is not None:
+                                raise error_from_wire(error)
+                            return result
                         if method is None:
-                            method = self._pending.get(msgid)
+                            method = pending.get(msgid)
                             if method is None:
                                 raise ValueError("No pending call with msgid %r on this "
                                                  "connection (already collected, timed out, or "
                                                  "never sent)." % (msgid,))
-                        elif msgid not in self._pending:
+                        elif msgid not in pending:
                             raise ValueError("The call with msgid %d was collected by another "
                                              "thread." % msgid)
-                        if msgid in self._results:
-                            error, result = self._results.pop(msgid)
-                            del self._pending[msgid]
-                            if error is not None:
-                                raise error_from_wire(error)
-                            return result
                         if self._failure is not None:
-                            del self._pending[msgid]
+                            del pending[msgid]
                             raise self._call_failure(method, msgid)
                         if not expired and not self._reading:
                             self._reading = held = True
                             break
                         left = _left(deadline)
                         if expired or (left is not None and left <= 0):
-                            del self._pending[msgid]
+                            del pending[msgid]
                             self._abandoned.add(msgid)
                             raise CallTimeout(
                                 "No answer to %s (msgid %d) from ptod at %s within the timeout. "
@@ -319,6 +332,7 @@ class Connection:
     def call(self, method: str, params: Any = None, timeout: Optional[float] = None) -> Any:
         """send() then result() under one timeout; for methods this client
         has no helper for yet."""
+        _check_request(method, params)
         return self._call(method, params, timeout)
 
     def _call(self, method, params, timeout, bulk=False):
@@ -373,7 +387,8 @@ class Connection:
     def _end_reading(self):
         """Give up the read role: handle what it read, wake the waiters
         (lock held)."""
-        self._handle_inbox()
+        if self._inbox:
+            self._handle_inbox()
         self._reading = False
         if self._waiting:
             self._cond.notify_all()
@@ -381,12 +396,24 @@ class Connection:
     def _handle_inbox(self):
         """Handle the whole messages read so far, in order (lock held)."""
         inbox = self._inbox
-        if inbox:
-            for msg in inbox:
-                if self._failure is not None:
-                    break  # nothing after the end counts
-                self._handle(msg)
-            inbox.clear()
+        pending, results = self._pending, self._results
+        for msg in inbox:
+            if self._failure is not None:
+                break  # nothing after the end counts
+            # The common message, an answer, is recognised here without a
+            # call; anything else as classify() says.
+            if not (type(msg) is list and len(msg) == 4 and msg[0] == 1
+                    and type(msg[1]) is int):
+                kind, what, detail = classify(msg, self._reader.where)
+                if kind != ANSWER:
+                    self._not_answer(kind, what, detail)
+                    continue
+            what = msg[1]
+            if what in pending and what not in results:
+                results[what] = (msg[2], msg[3])
+            else:
+                self._abandoned.discard(what)  # the late answer of a timed-out call
+        inbox.clear()
 
     def _fail_read(self, exc):
         """The stream ended under the read role: the messages read before
@@ -439,15 +466,10 @@ class Connection:
             return "failed"
         return "message" if got else "again"
 
-    def _handle(self, msg):
-        """One message off the wire (lock held)."""
-        kind, what, detail = classify(msg, self._reader.where)
-        if kind == ANSWER:
-            if what in self._pending and what not in self._results:
-                self._results[what] = (detail[2], detail[3])
-            else:
-                self._abandoned.discard(what)  # the late answer of a timed-out call
-        elif kind == FAILURE:
+    def _not_answer(self, kind, what, detail):
+        """A message off the wire that is not an answer, as classify() gave
+        it (lock held)."""
+        if kind == FAILURE:
             # The daemon closes the connection after its error notification:
             # every pending call fails with this error.
             self._fail(what)
