@@ -15,6 +15,14 @@
  * same in both, so (Ir(full) - Ir(base)) / n is one dispatch's share, the
  * idle baseline subtracted.  The figure is the median over repetitions.
  *
+ * What the figure includes that is not work: valgrind runs one thread at a
+ * time, so while the device thread is inside uv_async_send the loop
+ * thread's libuv completion handler spins on the async handle's pending
+ * flag; those instructions (1.6k to 2.8k per dispatch, the split's first
+ * libuv row, and most of the spread between repetitions) count here,
+ * though on a machine that runs both threads at once the wait is a few
+ * instructions.  Compare variants in one run, interleaved.
+ *
  * The first repetition also prints where one dispatch's instructions go:
  * each function's own instructions (callgrind_annotate, exclusive) in the
  * full run less the base run, divided by n, the largest first.

@@ -162,6 +162,10 @@ void advise_note_arena(advise_t *a, const char *program, const pto_sizing_resolv
   uint32_t nsizings;
   char lines[400];
 
+  /* The device thread is the only writer of what this reads (the last
+   * sizing, the sizings seen), so it reads unlocked: a dispatch with the
+   * last one's sizing changes nothing and takes no lock. */
+  if (!first && a->have_last && pto_sizing_equal(&a->last, sizing)) return;
   pthread_mutex_lock(&a->lock);
   if (first && !hit) {
     a->first_missed = true;

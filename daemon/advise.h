@@ -14,7 +14,8 @@
  *   dep_pool    the peak entries, at least 4
  * A ring no dispatch used gets the smallest valid values.
  *
- * Thread-safe: the device thread records, the loop reads.
+ * Thread-safe: the device thread records, the loop reads (under the lock;
+ * the device thread, the only writer, reads without it).
  */
 #ifndef PTOD_ADVISE_H
 #define PTOD_ADVISE_H

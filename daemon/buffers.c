@@ -82,6 +82,9 @@ uint64_t buf_room_for_staging(buf_table_t *t) {
 }
 
 void buf_set_arena_bytes(buf_table_t *t, uint64_t bytes) {
+  /* Only the device thread writes t->arena, so it reads it unlocked: a
+   * dispatch that found its arena cached takes no lock here. */
+  if (t->arena == bytes) return;
   pthread_mutex_lock(&t->lock);
   t->arena = bytes;
   pthread_mutex_unlock(&t->lock);

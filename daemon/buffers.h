@@ -54,7 +54,8 @@ void buf_memory(buf_table_t *table, buf_memory_t *ret);
  * held: limit minus the rest (0 when over). */
 uint64_t buf_room_for_arena(buf_table_t *table);
 uint64_t buf_room_for_staging(buf_table_t *table);
-/* Record what the arena and the staging area hold now (device thread). */
+/* Record what the arena and the staging area hold now (the arena: device
+ * thread only, which reads it unlocked; the staging area: any thread). */
 void buf_set_arena_bytes(buf_table_t *table, uint64_t bytes);
 void buf_set_staging_bytes(buf_table_t *table, uint64_t bytes);
 

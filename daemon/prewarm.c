@@ -21,6 +21,9 @@ void prewarm_record_set(prewarm_record_t *rec, const pto_sizing_resolved_t *sizi
 
 bool prewarm_record_dispatch(prewarm_record_t *rec, bool hit) {
   bool first;
+  /* Every write is the device thread's (or start-up's, before any job),
+   * so it reads without the lock: once decided, a dispatch takes none. */
+  if (rec->first_dispatch_hit >= 0) return false;
   pthread_mutex_lock(&rec->lock);
   first = rec->first_dispatch_hit < 0;
   if (first) rec->first_dispatch_hit = hit ? 1 : 0;

@@ -2,7 +2,8 @@
 /* prewarm.h — the record of the prewarmed sizing: which sizing start-up (or
  * the last reload or `prewarm` request) built, and whether the first
  * dispatch after it found that arena.  Written on the device thread (and at
- * start-up), read on the loop: behind its own lock. */
+ * start-up, before any job), read on the loop: behind its own lock, which
+ * the device thread, the only writer, need not take to read. */
 #ifndef PTOD_PREWARM_H
 #define PTOD_PREWARM_H
 

@@ -9,6 +9,7 @@ void staging_init(staging_t *st, dev_device_t *dev, buf_table_t *buffers) {
   st->dev = dev;
   st->buffers = buffers;
   pthread_mutex_init(&st->lock, NULL);
+  atomic_init(&st->given_back, NULL);
 }
 
 /* Under the lock: `delta` bytes of areas more (or fewer) held. */
@@ -28,9 +29,9 @@ static void release_area(staging_t *st, void *mem, uint64_t bytes) {
  * there is none) and release the rest. */
 static void take_given_back(staging_t *st) {
   staging_area_t *list, *a, *next;
+  if (!atomic_load_explicit(&st->given_back, memory_order_acquire)) return;
   pthread_mutex_lock(&st->lock);
-  list = st->given_back;
-  st->given_back = NULL;
+  list = atomic_exchange_explicit(&st->given_back, NULL, memory_order_acquire);
   pthread_mutex_unlock(&st->lock);
   for (a = list; a; a = next) {
     next = a->next;
@@ -108,12 +109,12 @@ void staging_give_back(staging_area_t *area) {
    * client's unread answers are free as soon as it leaves, not at the next
    * dispatch. */
   pthread_mutex_lock(&st->lock);
-  if (st->given_back && st->given_back->bytes >= area->bytes) {
+  release = atomic_load_explicit(&st->given_back, memory_order_relaxed);
+  if (release && release->bytes >= area->bytes) {
     release = area;
   } else {
-    release = st->given_back;
     area->next = NULL;
-    st->given_back = area;
+    atomic_store_explicit(&st->given_back, area, memory_order_release);
   }
   pthread_mutex_unlock(&st->lock);
   if (release) {

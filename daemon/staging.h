@@ -16,6 +16,7 @@
 #define PTOD_STAGING_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <pto/errors.h>
@@ -38,7 +39,9 @@ struct staging {
   void *mem; /* the current area (device thread) */
   uint64_t bytes;
   pthread_mutex_t lock;      /* guards what follows */
-  staging_area_t *given_back; /* lent areas whose answers are done */
+  /* The lent area whose answer is done: written under the lock, read
+   * without it first so that a dispatch with none given back takes no lock. */
+  _Atomic(staging_area_t *) given_back;
   uint64_t held;              /* bytes of every area: current, lent, given back */
 };
 

@@ -97,8 +97,15 @@ int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t
   int rc;
   if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
   if (method == PROTO_M_DISPATCH && result) { /* every dispatch: the cheap way, same bytes */
-    rc = proto_sbuffer_reserve(sb, proto_dispatch_result_payload(&result->dispatch) + 4096);
-    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    const proto_dispatch_result_t *r = &result->dispatch;
+    size_t payload = proto_dispatch_result_payload(r);
+    /* Without bytes, DFX or request_id the answer is one write to the
+     * packer (proto/dispatch_pack.c), so it is sized right at once; the
+     * rest has room for every write made first, as any answer. */
+    rc = payload || r->request_id || proto_dfx_present(&r->dfx)
+             ? proto_sbuffer_reserve(sb, payload + 4096)
+             : 0;
+    msgpack_packer_init(&pk, sb, proto_sbuffer_append);
     return rc < 0 ? rc : proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
   }
   rc = reserve(sb, proto_result_row(method), result);

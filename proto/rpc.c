@@ -330,6 +330,15 @@ int proto_sbuffer_reserve(msgpack_sbuffer *sb, size_t more) {
   return 0;
 }
 
+int proto_sbuffer_append(void *data, const char *buf, size_t len) {
+  msgpack_sbuffer *sb = data;
+  if (len == 0) return 0;
+  if (proto_sbuffer_reserve(sb, len) < 0) return -1;
+  memcpy(sb->data + sb->size, buf, len);
+  sb->size += len;
+  return 0;
+}
+
 msgpack_zone *proto_zone_new(uint64_t objects, size_t extra) {
   msgpack_zone *z;
   size_t chunk;

@@ -141,4 +141,11 @@ int proto_error_decode(const msgpack_object *obj, pto_error_t *ret);
  * or -ENOMEM. */
 int proto_sbuffer_reserve(msgpack_sbuffer *sb, size_t more);
 
+/* A packer's writer into a msgpack_sbuffer (data = the sbuffer) that grows
+ * it to exactly what it holds, where msgpack_sbuffer_write doubles from
+ * 8 KiB: a message packed in one write into an empty sbuffer is one
+ * allocation of its own length, with nothing to cut back afterwards.
+ * Returns 0, or -1 when out of memory. */
+int proto_sbuffer_append(void *data, const char *buf, size_t len);
+
 #endif

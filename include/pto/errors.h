@@ -101,7 +101,9 @@ const char *pto_error_default_message(int code);
 /* 2 for "HEAP_RING_DEADLOCK"; -1 for an unknown name. */
 int pto_error_from_name(const char *name);
 
-/* Reset to PTO_OK with no detail. */
+/* Reset to PTO_OK with no detail: code, ring and the numbers, and each text
+ * field to "" (its first byte; the bytes after it keep what they held and
+ * are not to be read, nor an error compared with memcmp). */
 void pto_error_clear(pto_error_t *err);
 /* Set code and a printf-formatted message, clear the detail; returns -code so
  * callers can write `return pto_error_set(err, PTO_E_X, "...")`.  err may be

@@ -3,7 +3,8 @@
  * tables: the same bytes for every sizing, source, number size, output
  * and DFX form, also when its cached sizing bytes are reused, replaced by
  * another key's, or by the same key's with other sources; and the same
- * layout read back: the same result as the tables decode, or declined. */
+ * layout read back: the same result as the tables decode, or declined;
+ * and an answer without bytes allocated at its own length. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,36 @@ START_TEST(with_dfx) {
   r.dfx.dep_graph = (proto_bytes_t){(const uint8_t *)"digraph{}", 9};
   check_same(2, &r);
   ck_assert_uint_eq(proto_dispatch_result_payload(&r), 11);
+}
+END_TEST
+
+/* An answer without bytes (nil outputs only, no DFX, no request_id) is
+ * packed into an empty sbuffer as one allocation of its own length, so the
+ * daemon has nothing to cut back before it waits to be written; with bytes
+ * it has room reserved for them at once. */
+START_TEST(answer_without_bytes_sized_right) {
+  proto_bytes_t outs[3] = {{0}};
+  proto_dispatch_result_t r;
+  proto_result_t res;
+  msgpack_sbuffer sb;
+  memset(&res, 0, sizeof(res));
+  make_result(&r, 4);
+  r.outputs = outs;
+  r.noutputs = 3;
+  res.dispatch = r;
+  msgpack_sbuffer_init(&sb);
+  ck_assert_int_eq(proto_encode_response(&sb, 7, PROTO_M_DISPATCH, &res), 0);
+  ck_assert_uint_gt(sb.size, 300);
+  ck_assert_uint_eq(sb.alloc, sb.size);
+  msgpack_sbuffer_destroy(&sb);
+
+  outs[1] = (proto_bytes_t){(const uint8_t *)"four", 4};
+  res.dispatch.outputs = outs;
+  msgpack_sbuffer_init(&sb);
+  ck_assert_int_eq(proto_encode_response(&sb, 7, PROTO_M_DISPATCH, &res), 0);
+  ck_assert_uint_ge(sb.alloc, 4 + 4096);
+  msgpack_sbuffer_destroy(&sb);
+  check_same(7, &r);
 }
 END_TEST
 
@@ -336,6 +367,7 @@ static Suite *dispatch_pack_suite(void) {
   tcase_add_test(tc, outputs_in_every_form);
   tcase_add_test(tc, many_nil_outputs);
   tcase_add_test(tc, with_dfx);
+  tcase_add_test(tc, answer_without_bytes_sized_right);
   tcase_add_test(tc, large_outputs_by_reference);
   tcase_add_test(tc, read_back_every_form);
   tcase_add_test(tc, read_back_declines_other_messages);
