@@ -406,19 +406,18 @@ int pto_client_advise(pto_client_t *client, int timeout_ms, pto_advise_t **ret_a
  * (never 0).  timeout_ms bounds the write when the socket is full; if it
  * expires after part of the message was written, the connection cannot be
  * used any more (PTO_E_TIMEOUT now, PTO_E_CONNECTION_LOST later).  Answers
- * that arrive while sending are kept for pto_client_wait().
- * The request is on the wire when this returns, with one exception: a
- * small one (no inline data of 64 KiB or more) sent while answers already
- * received wait to be collected is held, and goes with the next request
- * written, or before pto_client_wait/_wait_any (or a blocking call) waits
- * on this connection, before pto_client_cancel, at pto_client_close, or
- * once 64 KiB are held; always in the order sent.  So a loop that collects
- * answers and sends as it goes writes each batch with one system call.
- * Nothing is held while no answer waits: a request sent after collecting
- * every answer (to overlap the device with the caller's own work) reaches
- * the daemon at once.  shm.register
- * and shm.unregister are pto_shm_create() and pto_shm_free()'s (the fd
- * travels with the request): here they are PTO_E_INVALID_ARGUMENT. */
+ * that arrive while sending are kept for pto_client_wait().  The request is
+ * on the wire when this returns, with one exception: a small one (no inline
+ * data of 64 KiB or more) sent while answers already received wait to be
+ * collected is held, and goes with the next request written, or before
+ * pto_client_wait/_wait_any (or a blocking call) waits on this connection,
+ * before pto_client_cancel, at pto_client_close, or once 64 KiB are held;
+ * always in the order sent.  So a loop that collects answers and sends as it
+ * goes writes each batch with one system call.  Nothing is held while no
+ * answer waits: a request sent after collecting every answer (to overlap the
+ * device with the caller's own work) reaches the daemon at once.
+ * shm.register and shm.unregister are pto_shm_create() and pto_shm_free()'s
+ * (the fd travels with the request): here they are PTO_E_INVALID_ARGUMENT. */
 int pto_client_send(pto_client_t *client, const pto_request_t *req, int timeout_ms,
                     uint32_t *ret_msgid, pto_error_t *ret_err);
 
