@@ -59,6 +59,11 @@ static int encode(pto_client_t *c, uint32_t msgid, proto_method_t method,
 /* The held bytes not written yet. */
 static size_t held_unsent(const send_out_t *o) { return o->held.size - o->held_sent; }
 
+/* The held bytes not written yet, as one iovec. */
+static struct iovec held_iov(const send_out_t *o) {
+  return (struct iovec){o->held.data + o->held_sent, held_unsent(o)};
+}
+
 /* written bytes of the held ones went out. */
 static void held_written(send_out_t *o, size_t written) {
   o->held_sent += written < held_unsent(o) ? written : held_unsent(o);
@@ -79,7 +84,7 @@ static int make_iov(send_out_t *o) {
     o->iov = grown;
     o->iov_cap = need;
   }
-  if (held_unsent(o)) o->iov[n++] = (struct iovec){o->held.data + o->held_sent, held_unsent(o)};
+  if (held_unsent(o)) o->iov[n++] = held_iov(o);
   return (int)(n + proto_refbuf_iov(&o->refs, o->iov + n));
 }
 
@@ -152,7 +157,7 @@ int conn_flush(pto_client_t *c, int64_t deadline) {
   size_t written = 0;
   int rc;
   if (!conn_holding(c)) return 0;
-  iov = (struct iovec){c->out.held.data + c->out.held_sent, held_unsent(&c->out)};
+  iov = held_iov(&c->out);
   rc = conn_write(c, &iov, 1, -1, deadline, &written);
   held_written(&c->out, written);
   return rc;

@@ -146,8 +146,7 @@ static int bind_args(ptod_t *d, const proto_dispatch_params_t *p, pto_arg_t *arg
       }
       out->base = base;
       out->base_bytes = size;
-      out->offset = a->bytes ? a->offset : 0;
-      out->bytes = a->bytes ? a->bytes : size;
+      jobs_buffer_slice(a, size, &out->offset, &out->bytes);
       if (out->offset > size || out->bytes > size - out->offset) {
         rc = pto_error_set(err, PTO_E_INVALID_REQUEST,
                            "args[%u]: the slice of buffer '%s' at offset %llu of %llu bytes is "

@@ -42,6 +42,15 @@ bool jobs_read_is_short(const req_t *req);
  * byte and per operation, plus its waits; UINT64_MAX when it overflows. */
 uint64_t jobs_cost_bound_ns(const pto_cost_t *cost);
 
+/* The slice of a resident buffer of `size` bytes that buffer argument `a`
+ * names: its offset and bytes, or the whole buffer when it gives no bytes
+ * (not checked against size here). */
+static inline void jobs_buffer_slice(const proto_arg_t *a, uint64_t size, uint64_t *ret_offset,
+                                     uint64_t *ret_bytes) {
+  *ret_offset = a->bytes ? a->offset : 0;
+  *ret_bytes = a->bytes ? a->bytes : size;
+}
+
 /* Build the arena for `sizing` and record it as the prewarmed one (device
  * thread, or start-up before the device thread has work). */
 int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result_t *ret,

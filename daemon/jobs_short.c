@@ -65,8 +65,7 @@ static bool describe_args(const req_t *req, pto_arg_t *args) {
       pto_error_t err;
       if (buf_lookup(req->d->device.buffers, a->buffer, &base, &size, &err) < 0) return false;
       out->base_bytes = size;
-      out->offset = a->bytes ? a->offset : 0;
-      out->bytes = a->bytes ? a->bytes : size;
+      jobs_buffer_slice(a, size, &out->offset, &out->bytes);
     } else if (a->kind == PTO_ARG_INPUT || a->kind == PTO_ARG_INOUT) {
       out->base_bytes = out->bytes = a->data.len;
     } else if (a->kind == PTO_ARG_OUTPUT) {
