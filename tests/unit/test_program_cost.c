@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "program_open.h"
 #include "jobs.h"
 #include "seq_orch.h"
 
@@ -25,13 +26,9 @@ typedef struct costed {
 
 static costed_t load(const char *name) {
   costed_t l;
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.so", PTOD_BUILD_PROGRAMS_DIR, name);
-  l.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  ck_assert_msg(l.handle != NULL, "dlopen %s: %s", path, dlerror());
-  l.prog = dlsym(l.handle, PTO_PROGRAM_SYMBOL);
+  l.handle = program_open(name, &l.prog);
   *(void **)&l.cost = dlsym(l.handle, PTO_PROGRAM_COST_SYMBOL);
-  ck_assert_msg(l.prog && l.cost, "%s exports no %s", path, PTO_PROGRAM_COST_SYMBOL);
+  ck_assert_msg(l.cost != NULL, "%s exports no %s", name, PTO_PROGRAM_COST_SYMBOL);
   return l;
 }
 

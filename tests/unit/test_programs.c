@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "program_open.h"
 #include "reference.h"
 #include "seq_orch.h"
 
@@ -27,12 +28,7 @@ typedef struct loaded {
 
 static loaded_t load(const char *name) {
   loaded_t l;
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.so", PTOD_BUILD_PROGRAMS_DIR, name);
-  l.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  ck_assert_msg(l.handle != NULL, "dlopen %s: %s", path, dlerror());
-  l.prog = dlsym(l.handle, PTO_PROGRAM_SYMBOL);
-  ck_assert_msg(l.prog != NULL, "%s exports no %s", path, PTO_PROGRAM_SYMBOL);
+  l.handle = program_open(name, &l.prog);
   ck_assert_int_eq(seq_orch_new(&l.seq), 0);
   return l;
 }
