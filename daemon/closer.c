@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* closer.c — the helper thread of closer.h. */
 #include "closer.h"
+#include "quiet_thread.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@ static bool started;
 
 static void *closer_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "ptod-closer");
   pthread_mutex_lock(&lock);
   for (;;) {
     while (queued == 0) pthread_cond_wait(&wake, &lock);
@@ -37,7 +39,7 @@ static bool ready_for_one(void) {
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0) return false;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    started = pthread_create(&thread, &attr, closer_main, NULL) == 0;
+    started = quiet_thread_create(&thread, &attr, closer_main, NULL) == 0;
     pthread_attr_destroy(&attr);
     if (!started) return false;
   }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "dispatch.h"
 #include "dispatch_queue.h"
+#include "quiet_thread.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -330,7 +331,7 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   uv_idle_init(loop, &dsp->poll_idle);
   dsp->poll_idle.data = dsp;
   dsp->open_handles = 2;
-  rc = pthread_create(&dsp->thread, NULL, device_thread, dsp);
+  rc = quiet_thread_create(&dsp->thread, NULL, device_thread, dsp);
   if (rc != 0) {
     dspq_free(&dsp->queued);
     uv_close((uv_handle_t *)&dsp->done_async, free_on_close);

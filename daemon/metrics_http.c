@@ -3,6 +3,7 @@
 #include "metrics_http.h"
 
 #include "listen_addr.h"
+#include "quiet_thread.h"
 #include "sockpath.h"
 
 #include <errno.h>
@@ -133,6 +134,7 @@ static void cut(struct mhttp_slot *sl) {
  * when there is none), then cut it. */
 static void *reap(void *arg) {
   mhttp_t *h = arg;
+  pthread_setname_np(pthread_self(), "ptod-http-reap");
   pthread_mutex_lock(&h->reap_lock);
   while (!h->reap_stop) {
     struct timespec now, next = {0, 0};
@@ -225,7 +227,7 @@ static int reaper_start(mhttp_t *h) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&h->reap_cond, &attr);
   pthread_condattr_destroy(&attr);
-  h->reaper_started = pthread_create(&h->reaper, NULL, reap, h) == 0;
+  h->reaper_started = quiet_thread_create(&h->reaper, NULL, reap, h) == 0;
   return h->reaper_started ? 0 : -1;
 }
 
@@ -347,12 +349,18 @@ int mhttp_start(uv_loop_t *loop, const char *listen_on, mhttp_render_fn render, 
   if (rc == 0 && reaper_start(h) < 0)
     rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to start the metrics server's reaper.");
   if (rc == 0) {
+    /* libmicrohttpd starts its thread itself: it inherits this thread's
+     * mask, quiet for the moment (a signal meanwhile waits, then comes). */
+    sigset_t quiet, loop_mask;
+    quiet_signals(&quiet);
+    pthread_sigmask(SIG_BLOCK, &quiet, &loop_mask);
     h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL,
                               on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)h->fd,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHTTP_MHD_LIMIT,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MHTTP_IDLE_S,
                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+    pthread_sigmask(SIG_SETMASK, &loop_mask, NULL);
     if (!h->mhd)
       rc = pto_error_set(err, PTO_E_INTERNAL, "Failed to start the metrics server on '%s'.",
                          listen_on);

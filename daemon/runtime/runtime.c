@@ -15,6 +15,7 @@
 #include "orch.h"
 #include "park.h"
 #include "programs.h"
+#include "quiet_thread.h"
 #include "rt_internal.h"
 #include "scheduler.h"
 #include "trace_rec.h"
@@ -172,7 +173,7 @@ int rt_create(const rt_options_t *opts, rt_runtime_t **ret_rt, pto_error_t *err)
     w->rt = rt;
     w->core = i < rt->ncores;
     w->index = w->core ? i : i - rt->ncores;
-    rc = pthread_create(&w->thread, NULL, sched_worker_main, w);
+    rc = quiet_thread_create(&w->thread, NULL, sched_worker_main, w);
     if (rc == 0) rt->nworkers_started++;
   }
   if (rc != 0) {

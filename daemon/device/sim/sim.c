@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sim.c — the CPU simulation device. */
 #include "sim.h"
+#include "quiet_thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -126,7 +127,7 @@ static int sim_populate_parallel(sim_t *s, char *p, uint64_t size) {
   pthread_attr_init(&attr);
   if (s->have_cpus) pthread_attr_setaffinity_np(&attr, sizeof s->cpus, &s->cpus);
   for (uint32_t i = 0; i < n; i++) {
-    started[i] = i < n - 1 && pthread_create(&parts[i].thread, &attr, sim_populate, &parts[i]) == 0;
+    started[i] = i < n - 1 && quiet_thread_create(&parts[i].thread, &attr, sim_populate, &parts[i]) == 0;
     if (!started[i]) sim_populate(&parts[i]);
   }
   pthread_attr_destroy(&attr);
