@@ -315,7 +315,7 @@ void tpeer_open(tpeer_t *p, pto_client_t **ret_client) {
       listen(p->listen_fd, 4) != 0)
     ck_abort_msg("fake daemon socket '%s': %s", p->path, strerror(errno));
   /* connect() completes from the backlog, before the accept. */
-  if (pto_client_connect(p->path, 1000, ret_client, &err) != 0) ck_abort_msg("%s", err.message);
+  if (pto_client_connect(p->path, WAIT_MS, ret_client, &err) != 0) ck_abort_msg("%s", err.message);
   p->fd = accept(p->listen_fd, NULL, NULL);
   if (p->fd < 0) ck_abort_msg("accept: %s", strerror(errno));
 }

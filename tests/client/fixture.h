@@ -13,6 +13,11 @@
 
 #include <pto/client.h>
 
+/* The timeout of every call a test makes that is not about timeouts: none.
+ * A loaded machine (a sanitizer, parallel tests) is slow, not hung; the
+ * Check case's timeout catches a hang. */
+#define WAIT_MS (-1)
+
 typedef struct tdaemon {
   pid_t pid;        /* 0 once stopped */
   char dir[64];     /* the daemon's temporary directory */

@@ -30,7 +30,7 @@ static pto_error_t err;
 
 static void start(const char *const *overrides) {
   tdaemon_start(&daemon0, overrides);
-  ck_assert_int_eq(pto_client_connect(daemon0.socket, 5000, &cl, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon0.socket, WAIT_MS, &cl, &err), 0);
 }
 
 static void setup(void) {
@@ -55,7 +55,7 @@ static void wait_running(pto_client_t *c) {
   for (int i = 0; i < 20000; i++) {
     pto_status_t *st = NULL;
     uint64_t running;
-    ck_assert_int_eq(pto_client_status(c, 10000, &st, &err), 0);
+    ck_assert_int_eq(pto_client_status(c, WAIT_MS, &st, &err), 0);
     running = st->queue.running;
     pto_result_free(st);
     if (running) return;
@@ -133,7 +133,7 @@ START_TEST(test_ping_and_status) {
 
   ck_assert_int_eq(pto_client_device(cl), -1);
   ck_assert_str_eq(pto_client_socket_path(cl), daemon0.socket);
-  ck_assert_int_eq(pto_client_ping(cl, 5000, &ping, &err), 0);
+  ck_assert_int_eq(pto_client_ping(cl, WAIT_MS, &ping, &err), 0);
   ck_assert_str_eq(ping->version, PTO_VERSION);
   ck_assert_uint_eq(ping->device, 0);
   ck_assert_str_eq(ping->state, "ready");
@@ -149,7 +149,7 @@ START_TEST(test_ping_and_status) {
   msgpack_unpacked_destroy(&up);
   pto_result_free(ping);
 
-  ck_assert_int_eq(pto_client_status(cl, 5000, &st, &err), 0);
+  ck_assert_int_eq(pto_client_status(cl, WAIT_MS, &st, &err), 0);
   ck_assert_str_eq(st->platform, "sim");
   ck_assert_str_eq(st->version, PTO_VERSION);
   ck_assert_str_eq(st->state, "ready");
@@ -174,12 +174,12 @@ START_TEST(test_metrics_and_programs) {
   pto_text_t *m = NULL;
   pto_programs_t *p = NULL;
   bool vector_add = false, noop = false;
-  ck_assert_int_eq(pto_client_metrics(cl, 5000, &m, &err), 0);
+  ck_assert_int_eq(pto_client_metrics(cl, WAIT_MS, &m, &err), 0);
   ck_assert_ptr_nonnull(strstr(m->text, "ptod_info{"));
   ck_assert_uint_eq(strlen(m->text), m->len);
   pto_result_free(m);
 
-  ck_assert_int_eq(pto_client_programs(cl, 5000, &p, &err), 0);
+  ck_assert_int_eq(pto_client_programs(cl, WAIT_MS, &p, &err), 0);
   for (uint32_t i = 0; i < p->count; i++) {
     const pto_program_info_t *pi = &p->programs[i];
     if (strcmp(pi->name, "vector_add") == 0) {
@@ -213,7 +213,7 @@ START_TEST(test_dispatch_vector_add) {
   args[0] = pto_arg_input(a, sizeof(a));
   args[1] = pto_arg_input(b, sizeof(b));
   args[2] = pto_arg_output(sizeof(a));
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, &res, &err), 0);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, &res, &err), 0);
   ck_assert_uint_eq(res->noutputs, 3);
   ck_assert_ptr_null(res->outputs[0].ptr);
   ck_assert_ptr_null(res->outputs[1].ptr);
@@ -251,7 +251,7 @@ START_TEST(test_dispatch_config_reaches_daemon) {
   pto_config_get_rings(cfg, PTO_FIELD_HEAP, got);
   ck_assert_mem_eq(got, heap, sizeof(heap));
   req.config = cfg;
-  ck_assert_msg(pto_client_dispatch(cl, &req, 10000, &res, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_dispatch(cl, &req, WAIT_MS, &res, &err) == 0, "%s", err.message);
   ck_assert_uint_eq(res->sizing.value[PTO_FIELD_HEAP][0], 2048);
   ck_assert_int_eq(res->sizing.source[PTO_FIELD_HEAP][0], PTO_SOURCE_REQUEST);
   for (int r = 1; r < PTO_RING_COUNT; r++) {
@@ -276,18 +276,18 @@ START_TEST(test_config_passthrough_unknown_key) {
   ck_assert_int_eq(pto_config_new(&cfg), 0);
   ck_assert_int_eq(pto_config_set_int(cfg, "frobnicate_depth", 7, &err), 0);
   req.config = cfg;
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_INVALID_REQUEST);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_INVALID_REQUEST);
   ck_assert_str_eq(err.key, "frobnicate_depth");
   ck_assert_ptr_nonnull(strstr(err.message, "unknown key 'frobnicate_depth' in dispatch config"));
   /* The same config on prewarm: it reaches that method too. */
-  ck_assert_int_eq(pto_client_prewarm(cl, cfg, 10000, NULL, &err), -PTO_E_INVALID_REQUEST);
+  ck_assert_int_eq(pto_client_prewarm(cl, cfg, WAIT_MS, NULL, &err), -PTO_E_INVALID_REQUEST);
   ck_assert_str_eq(err.key, "frobnicate_depth");
   /* Every value form passes through. */
   ck_assert_int_eq(pto_config_unset(cfg, "frobnicate_depth"), 0);
   ck_assert_int_eq(pto_config_unset(cfg, "frobnicate_depth"), -PTO_E_INVALID_ARGUMENT);
   ck_assert(pto_config_empty(cfg));
   ck_assert_int_eq(pto_config_set_string(cfg, "future_mode", "fast", &err), 0);
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_INVALID_REQUEST);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_INVALID_REQUEST);
   ck_assert_str_eq(err.key, "future_mode");
   pto_config_free(cfg);
 }
@@ -431,28 +431,28 @@ START_TEST(test_dispatch_errors) {
   float a[4] = {1, 2, 3, 4};
   pto_dispatch_arg_t args[3] = {pto_arg_input(a, 16), pto_arg_input(a, 12), pto_arg_output(16)};
   pto_dispatch_req_t req = {.program = "vector_add", .args = args, .nargs = 3};
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_INVALID_ARGS);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_INVALID_ARGS);
   ck_assert_str_eq(err.message,
                    "vector_add: argument 'b' has 12 bytes; expected 16 (the size of 'a').");
   ck_assert_str_eq(pto_client_error_name(err.code), "INVALID_ARGS");
 
   req.program = "no_such_program";
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_UNKNOWN_PROGRAM);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_UNKNOWN_PROGRAM);
   ck_assert_ptr_nonnull(strstr(err.message, "no_such_program"));
 
   req.program = "../etc/passwd";
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_INVALID_REQUEST);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_INVALID_REQUEST);
 
   req.program = NULL;
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_INVALID_ARGUMENT);
   ck_assert_str_eq(err.message, "A 'dispatch' request needs a program name.");
   req.program = "vector_add";
   args[1].kind = (pto_arg_kind_t)42;
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_INVALID_ARGUMENT);
   ck_assert_str_eq(err.message, "Dispatch argument 1 is invalid: kind 42 is not a pto_arg_kind_t.");
-  ck_assert_int_eq(pto_client_dispatch(cl, NULL, 10000, NULL, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_dispatch(cl, NULL, WAIT_MS, NULL, &err), -PTO_E_INVALID_ARGUMENT);
   /* None of that hurt the connection. */
-  ck_assert_int_eq(pto_client_ping(cl, 5000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_ping(cl, WAIT_MS, NULL, &err), 0);
   ck_assert(pto_client_alive(cl));
 }
 END_TEST
@@ -471,11 +471,11 @@ START_TEST(test_runtime_error_detail) {
                                 pto_arg_int(H),
                                 pto_arg_int(D)};
   pto_dispatch_req_t req = {.program = "attention_prefill", .args = args, .nargs = 8};
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "kv", 2 * sizeof(q), NULL, 5000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "kv", 2 * sizeof(q), NULL, WAIT_MS, NULL, &err), 0);
   ck_assert_int_eq(pto_config_new(&cfg), 0);
   ck_assert_int_eq(pto_config_set_ring(cfg, PTO_FIELD_HEAP, 4096, &err), 0);
   req.config = cfg;
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), -PTO_E_HEAP_RING_DEADLOCK);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), -PTO_E_HEAP_RING_DEADLOCK);
   ck_assert_int_eq(err.code, 2);
   ck_assert_str_eq(pto_client_error_name(err.code), "HEAP_RING_DEADLOCK");
   ck_assert_int_eq(err.ring, 0);
@@ -486,7 +486,7 @@ START_TEST(test_runtime_error_detail) {
   /* What the hint says fixes it. */
   ck_assert_int_eq(pto_config_set_rings(cfg, PTO_FIELD_HEAP, (uint64_t[4]){8192, 0, 0, 0}, &err),
                    0);
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, NULL, &err), 0);
   pto_config_free(cfg);
 }
 END_TEST
@@ -501,72 +501,72 @@ START_TEST(test_buffers) {
   uint64_t n = 0;
   for (int i = 0; i < 16; i++) init[i] = (uint8_t)i;
 
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "blob", 16, init, 5000, &info, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "blob", 16, init, WAIT_MS, &info, &err), 0);
   ck_assert_str_eq(info->name, "blob");
   ck_assert_uint_eq(info->bytes, 16);
   pto_result_free(info);
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "blob", 16, NULL, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "blob", 16, NULL, WAIT_MS, NULL, &err),
                    -PTO_E_ALREADY_EXISTS);
-  ck_assert_int_eq(pto_client_buffer_write(cl, "blob", 4, "ABCD", 4, 5000, &n, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_write(cl, "blob", 4, "ABCD", 4, WAIT_MS, &n, &err), 0);
   ck_assert_uint_eq(n, 4);
-  ck_assert_int_eq(pto_client_buffer_read(cl, "blob", 0, 0, 5000, &data, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_read(cl, "blob", 0, 0, WAIT_MS, &data, &err), 0);
   ck_assert_uint_eq(data->len, 16);
   ck_assert_mem_eq(data->ptr, init, 4);
   ck_assert_mem_eq(data->ptr + 4, "ABCD", 4);
   ck_assert_mem_eq(data->ptr + 8, init + 8, 8);
   pto_result_free(data);
-  ck_assert_int_eq(pto_client_buffer_read(cl, "blob", 6, 2, 5000, &data, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_read(cl, "blob", 6, 2, WAIT_MS, &data, &err), 0);
   ck_assert_uint_eq(data->len, 2);
   ck_assert_mem_eq(data->ptr, "CD", 2);
   pto_result_free(data);
-  ck_assert_int_eq(pto_client_buffer_read(cl, "nope", 0, 0, 5000, &data, &err), -PTO_E_NOT_FOUND);
+  ck_assert_int_eq(pto_client_buffer_read(cl, "nope", 0, 0, WAIT_MS, &data, &err), -PTO_E_NOT_FOUND);
   ck_assert_ptr_nonnull(strstr(err.message, "nope"));
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "huge", UINT64_C(2) << 30, NULL, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "huge", UINT64_C(2) << 30, NULL, WAIT_MS, NULL, &err),
                    -PTO_E_OUT_OF_MEMORY);
   ck_assert_uint_eq(err.requested, UINT64_C(2) << 30);
   ck_assert_uint_gt(err.capacity, 0);
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "bad/name", 16, NULL, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "bad/name", 16, NULL, WAIT_MS, NULL, &err),
                    -PTO_E_INVALID_REQUEST);
-  ck_assert_int_eq(pto_client_buffer_write(cl, NULL, 0, "x", 1, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_write(cl, NULL, 0, "x", 1, WAIT_MS, NULL, &err),
                    -PTO_E_INVALID_ARGUMENT);
-  ck_assert_int_eq(pto_client_buffer_write(cl, "nope", 0, "x", 1, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_write(cl, "nope", 0, "x", 1, WAIT_MS, NULL, &err),
                    -PTO_E_NOT_FOUND);
-  ck_assert_int_lt(pto_client_buffer_write(cl, "blob", 15, "xy", 2, 5000, NULL, &err), 0);
-  ck_assert_int_lt(pto_client_buffer_read(cl, "blob", 8, 16, 5000, &data, &err), 0);
+  ck_assert_int_lt(pto_client_buffer_write(cl, "blob", 15, "xy", 2, WAIT_MS, NULL, &err), 0);
+  ck_assert_int_lt(pto_client_buffer_read(cl, "blob", 8, 16, WAIT_MS, &data, &err), 0);
   ck_assert_ptr_nonnull(strstr(err.message, "blob"));
 
   /* A resident buffer by reference: attention_decode writes k and v into
    * the KV cache kv[2, T=2, H=1, D=4] at pos 0; with one position the
    * attention output is v. */
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "kv", 64, NULL, 5000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "kv", 64, NULL, WAIT_MS, NULL, &err), 0);
   {
     pto_dispatch_arg_t args[8] = {pto_arg_input(kq, 16),  pto_arg_input(kk, 16),
                                   pto_arg_input(kvv, 16), pto_arg_slice("kv", 0, 64),
                                   pto_arg_output(16),     pto_arg_int(0),
                                   pto_arg_int(1),         pto_arg_int(4)};
     pto_dispatch_req_t req = {.program = "attention_decode", .args = args, .nargs = 8};
-    ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, &res, &err), 0);
+    ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, &res, &err), 0);
     ck_assert_mem_eq(res->outputs[4].ptr, kvv, 16);
     ck_assert_ptr_null(res->outputs[3].ptr);
     pto_result_free(res);
   }
-  ck_assert_int_eq(pto_client_buffer_read(cl, "kv", 0, 16, 5000, &data, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_read(cl, "kv", 0, 16, WAIT_MS, &data, &err), 0);
   ck_assert_mem_eq(data->ptr, kk, 16);
   pto_result_free(data);
-  ck_assert_int_eq(pto_client_buffer_read(cl, "kv", 32, 16, 5000, &data, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_read(cl, "kv", 32, 16, WAIT_MS, &data, &err), 0);
   ck_assert_mem_eq(data->ptr, kvv, 16);
   pto_result_free(data);
 
-  ck_assert_int_eq(pto_client_buffer_list(cl, 5000, &list, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_list(cl, WAIT_MS, &list, &err), 0);
   ck_assert_uint_eq(list->count, 2);
   for (uint32_t i = 0; i < list->count; i++)
     ck_assert_uint_eq(list->buffers[i].bytes, strcmp(list->buffers[i].name, "kv") == 0 ? 64 : 16);
   pto_result_free(list);
-  ck_assert_int_eq(pto_client_buffer_free(cl, "blob", 5000, &n, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_free(cl, "blob", WAIT_MS, &n, &err), 0);
   ck_assert_uint_eq(n, 16);
-  ck_assert_int_eq(pto_client_buffer_free(cl, "blob", 5000, &n, &err), -PTO_E_NOT_FOUND);
-  ck_assert_int_eq(pto_client_buffer_free(cl, "kv", 5000, NULL, &err), 0);
-  ck_assert_int_eq(pto_client_buffer_list(cl, 5000, &list, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_free(cl, "blob", WAIT_MS, &n, &err), -PTO_E_NOT_FOUND);
+  ck_assert_int_eq(pto_client_buffer_free(cl, "kv", WAIT_MS, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_list(cl, WAIT_MS, &list, &err), 0);
   ck_assert_uint_eq(list->count, 0);
   pto_result_free(list);
   (void)v;
@@ -583,7 +583,7 @@ START_TEST(test_prewarm_and_advise) {
   pto_dispatch_req_t req = noop_req(args, 0);
   ck_assert_int_eq(pto_config_new(&cfg), 0);
   ck_assert_int_eq(pto_config_set_ring(cfg, PTO_FIELD_TASK_WINDOW, 512, &err), 0);
-  ck_assert_int_eq(pto_client_prewarm(cl, cfg, 10000, &arena, &err), 0);
+  ck_assert_int_eq(pto_client_prewarm(cl, cfg, WAIT_MS, &arena, &err), 0);
   for (int r = 0; r < PTO_RING_COUNT; r++) {
     ck_assert_uint_eq(arena->sizing.value[PTO_FIELD_TASK_WINDOW][r], 512);
     ck_assert_uint_eq(arena->prewarm.sizing.value[PTO_FIELD_TASK_WINDOW][r], 512);
@@ -592,15 +592,15 @@ START_TEST(test_prewarm_and_advise) {
   pto_result_free(arena);
   /* The same config on the first dispatch hits the prewarmed arena. */
   req.config = cfg;
-  ck_assert_int_eq(pto_client_dispatch(cl, &req, 10000, &res, &err), 0);
+  ck_assert_int_eq(pto_client_dispatch(cl, &req, WAIT_MS, &res, &err), 0);
   ck_assert(res->arena.hit);
   pto_result_free(res);
-  ck_assert_int_eq(pto_client_status(cl, 5000, &st, &err), 0);
+  ck_assert_int_eq(pto_client_status(cl, WAIT_MS, &st, &err), 0);
   ck_assert_int_eq(st->arena.prewarm.first_dispatch_hit, 1);
   ck_assert_uint_eq(st->dispatches.ok, 1);
   pto_result_free(st);
 
-  ck_assert_int_eq(pto_client_advise(cl, 5000, &adv, &err), 0);
+  ck_assert_int_eq(pto_client_advise(cl, WAIT_MS, &adv, &err), 0);
   ck_assert_uint_eq(adv->observed.value[PTO_FIELD_TASK_WINDOW][0], 1);
   ck_assert(pto_sizing_value_valid(PTO_FIELD_TASK_WINDOW,
                                    adv->recommended.value[PTO_FIELD_TASK_WINDOW][0]));
@@ -609,9 +609,9 @@ START_TEST(test_prewarm_and_advise) {
 
   /* A sizing that does not fit the device: refused, the cached arena stays. */
   ck_assert_int_eq(pto_config_set_ring(cfg, PTO_FIELD_HEAP, UINT64_C(1) << 30, &err), 0);
-  ck_assert_int_eq(pto_client_prewarm(cl, cfg, 10000, &arena, &err), -PTO_E_OUT_OF_MEMORY);
+  ck_assert_int_eq(pto_client_prewarm(cl, cfg, WAIT_MS, &arena, &err), -PTO_E_OUT_OF_MEMORY);
   ck_assert_uint_gt(err.requested, err.capacity);
-  ck_assert_int_eq(pto_client_prewarm(cl, NULL, 10000, &arena, &err), 0);
+  ck_assert_int_eq(pto_client_prewarm(cl, NULL, WAIT_MS, &arena, &err), 0);
   ck_assert_uint_eq(arena->sizing.value[PTO_FIELD_TASK_WINDOW][0], 256);
   pto_result_free(arena);
   pto_config_free(cfg);
@@ -636,13 +636,13 @@ START_TEST(test_pipeline_out_of_order) {
       args[i][2] = pto_arg_output(sizeof(in[i]));
       req.u.dispatch = (pto_dispatch_req_t){.program = "vector_add", .args = args[i], .nargs = 3};
     }
-    ck_assert_int_eq(pto_client_send(cl, &req, 5000, &ids[i], &err), 0);
+    ck_assert_int_eq(pto_client_send(cl, &req, WAIT_MS, &ids[i], &err), 0);
     ck_assert_uint_ne(ids[i], 0);
   }
   ck_assert_uint_eq(pto_client_pending(cl), N);
   for (int i = N - 1; i >= 0; i--) { /* newest first */
     void *r = NULL;
-    ck_assert_int_eq(pto_client_wait(cl, ids[i], 10000, &r, &err), 0);
+    ck_assert_int_eq(pto_client_wait(cl, ids[i], WAIT_MS, &r, &err), 0);
     if (i % 3 == 0) {
       const pto_dispatch_result_t *d = r;
       for (int k = 0; k < 64; k++) {
@@ -658,7 +658,7 @@ START_TEST(test_pipeline_out_of_order) {
     pto_result_free(r);
   }
   ck_assert_uint_eq(pto_client_pending(cl), 0);
-  ck_assert_int_eq(pto_client_wait(cl, ids[0], 1000, NULL, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_wait(cl, ids[0], WAIT_MS, NULL, &err), -PTO_E_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -677,7 +677,7 @@ START_TEST(test_pipeline_wait_any_large) {
   for (int i = 0; i < N; i++) {
     pto_request_t req = {.method = PTO_METHOD_DISPATCH};
     req.u.dispatch = (pto_dispatch_req_t){.program = "vector_add", .args = args, .nargs = 3};
-    ck_assert_int_eq(pto_client_send(cl, &req, 30000, &ids[i], &err), 0);
+    ck_assert_int_eq(pto_client_send(cl, &req, WAIT_MS, &ids[i], &err), 0);
   }
   for (int n = 0; n < N; n++) {
     uint32_t id = 0;
@@ -685,7 +685,7 @@ START_TEST(test_pipeline_wait_any_large) {
     const pto_dispatch_result_t *d;
     int which = -1;
     float last;
-    ck_assert_int_eq(pto_client_wait_any(cl, 30000, &id, &r, &err), 0);
+    ck_assert_int_eq(pto_client_wait_any(cl, WAIT_MS, &id, &r, &err), 0);
     for (int i = 0; i < N; i++)
       if (ids[i] == id) which = i;
     ck_assert_int_ge(which, 0);
@@ -712,12 +712,12 @@ START_TEST(test_discard) {
   pto_request_t req = {.method = PTO_METHOD_DISPATCH};
   uint32_t id = 0;
   req.u.dispatch = d;
-  ck_assert_int_eq(pto_client_send(cl, &req, 5000, &id, &err), 0);
+  ck_assert_int_eq(pto_client_send(cl, &req, WAIT_MS, &id, &err), 0);
   pto_client_discard(cl, id);
   ck_assert_uint_eq(pto_client_pending(cl), 0);
   ck_assert_int_eq(pto_client_wait(cl, id, 100, NULL, &err), -PTO_E_INVALID_ARGUMENT);
   /* The answer to the discarded request comes first and is dropped. */
-  ck_assert_int_eq(pto_client_ping(cl, 10000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_ping(cl, WAIT_MS, NULL, &err), 0);
   ck_assert_uint_eq(pto_client_pending(cl), 0);
 }
 END_TEST
@@ -746,7 +746,7 @@ START_TEST(test_wait_timeout_then_again) {
   uint32_t id = 0;
   void *r = NULL;
   req.u.dispatch = noop_req(args, 200000);
-  ck_assert_int_eq(pto_client_send(cl, &req, 5000, &id, &err), 0);
+  ck_assert_int_eq(pto_client_send(cl, &req, WAIT_MS, &id, &err), 0);
   ck_assert_int_eq(pto_client_wait(cl, id, 0, &r, &err), -PTO_E_TIMEOUT);
   ck_assert_uint_eq(pto_client_pending(cl), 1);
   ck_assert_int_eq(pto_client_wait_any(cl, 0, NULL, &r, &err), -PTO_E_TIMEOUT);
@@ -763,11 +763,11 @@ START_TEST(test_daemon_deadline) {
   pto_dispatch_req_t late = noop_req(args2, 0);
   uint32_t id = 0;
   req.u.dispatch = noop_req(args, 400000);
-  ck_assert_int_eq(pto_client_connect(daemon0.socket, 5000, &other, &err), 0);
-  ck_assert_int_eq(pto_client_send(cl, &req, 5000, &id, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon0.socket, WAIT_MS, &other, &err), 0);
+  ck_assert_int_eq(pto_client_send(cl, &req, WAIT_MS, &id, &err), 0);
   wait_running(other);
   late.deadline_ms = 1;
-  ck_assert_int_eq(pto_client_dispatch(other, &late, 10000, NULL, &err), -PTO_E_DEADLINE_EXCEEDED);
+  ck_assert_int_eq(pto_client_dispatch(other, &late, WAIT_MS, NULL, &err), -PTO_E_DEADLINE_EXCEEDED);
   ck_assert_int_eq(pto_client_wait(cl, id, -1, NULL, &err), 0);
   pto_client_close(other);
 }
@@ -781,7 +781,7 @@ START_TEST(test_daemon_killed_mid_call) {
   uint32_t id = 0;
   char want[512];
   req.u.dispatch = noop_req(args, 2000000);
-  ck_assert_int_eq(pto_client_send(cl, &req, 5000, &id, &err), 0);
+  ck_assert_int_eq(pto_client_send(cl, &req, WAIT_MS, &id, &err), 0);
   wait_running(cl); /* pipelined on the same connection */
   tdaemon_kill(&daemon0);
   ck_assert_int_eq(pto_client_wait(cl, id, -1, NULL, &err), -PTO_E_CONNECTION_LOST);
@@ -801,7 +801,7 @@ static void *killer(void *arg) {
   pto_client_t *c = NULL;
   pto_error_t e;
   (void)arg;
-  ck_assert_int_eq(pto_client_connect(daemon0.socket, 5000, &c, &e), 0);
+  ck_assert_int_eq(pto_client_connect(daemon0.socket, WAIT_MS, &c, &e), 0);
   wait_running(c);
   pto_client_close(c);
   kill(daemon0.pid, SIGKILL);
@@ -833,26 +833,26 @@ START_TEST(test_permission_denied_notification) {
   teardown();
   snprintf(uid, sizeof(uid), "daemon.allowed_uids=%u", (unsigned)getuid() + 1);
   start(ov);
-  ck_assert_int_eq(pto_client_ping(cl, 10000, NULL, &err), -PTO_E_PERMISSION_DENIED);
+  ck_assert_int_eq(pto_client_ping(cl, WAIT_MS, NULL, &err), -PTO_E_PERMISSION_DENIED);
   ck_assert_ptr_nonnull(strstr(err.message, "is not allowed to use this daemon"));
   ck_assert(!pto_client_alive(cl));
   /* Every later call says why the connection is gone. */
-  ck_assert_int_eq(pto_client_status(cl, 10000, NULL, &err), -PTO_E_PERMISSION_DENIED);
+  ck_assert_int_eq(pto_client_status(cl, WAIT_MS, NULL, &err), -PTO_E_PERMISSION_DENIED);
 
   /* Pipelined: every request pending when the notification comes (or sent
    * after it) fails with it. */
   pto_client_close(cl);
-  ck_assert_int_eq(pto_client_connect(daemon0.socket, 5000, &cl, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon0.socket, WAIT_MS, &cl, &err), 0);
   {
     uint32_t ids[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
       pto_request_t req = {.method = PTO_METHOD_PING};
-      int rc = pto_client_send(cl, &req, 5000, &ids[i], &err);
+      int rc = pto_client_send(cl, &req, WAIT_MS, &ids[i], &err);
       if (rc < 0) ck_assert_int_eq(rc, -PTO_E_PERMISSION_DENIED);
     }
     for (int i = 0; i < 3; i++) {
       if (!ids[i]) continue;
-      ck_assert_int_eq(pto_client_wait(cl, ids[i], 10000, NULL, &err), -PTO_E_PERMISSION_DENIED);
+      ck_assert_int_eq(pto_client_wait(cl, ids[i], WAIT_MS, NULL, &err), -PTO_E_PERMISSION_DENIED);
       ck_assert_ptr_nonnull(strstr(err.message, "is not allowed to use this daemon"));
     }
     ck_assert_uint_eq(pto_client_pending(cl), 0);
@@ -866,17 +866,17 @@ START_TEST(test_busy_at_accept) {
   teardown();
   start(ov);
   /* The fixture's own probe connection may still count for a moment. */
-  for (int i = 0; pto_client_ping(cl, 10000, NULL, &err) == -PTO_E_BUSY && i < 500; i++) {
+  for (int i = 0; pto_client_ping(cl, WAIT_MS, NULL, &err) == -PTO_E_BUSY && i < 500; i++) {
     pto_client_close(cl);
     sleep_ms(10);
-    ck_assert_int_eq(pto_client_connect(daemon0.socket, 5000, &cl, &err), 0);
+    ck_assert_int_eq(pto_client_connect(daemon0.socket, WAIT_MS, &cl, &err), 0);
   }
   ck_assert(pto_client_alive(cl));
-  ck_assert_int_eq(pto_client_connect(daemon0.socket, 5000, &second, &err), 0);
-  ck_assert_int_eq(pto_client_ping(second, 10000, NULL, &err), -PTO_E_BUSY);
+  ck_assert_int_eq(pto_client_connect(daemon0.socket, WAIT_MS, &second, &err), 0);
+  ck_assert_int_eq(pto_client_ping(second, WAIT_MS, NULL, &err), -PTO_E_BUSY);
   ck_assert_ptr_nonnull(strstr(err.message, "max_clients = 1"));
   pto_client_close(second);
-  ck_assert_int_eq(pto_client_ping(cl, 10000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_ping(cl, WAIT_MS, NULL, &err), 0);
 }
 END_TEST
 
@@ -885,12 +885,12 @@ START_TEST(test_message_too_large) {
   const char *ov[] = {"daemon.max_message=1K", NULL};
   teardown();
   start(ov);
-  ck_assert_int_eq(pto_client_buffer_alloc(cl, "b", sizeof(data), NULL, 5000, NULL, &err), 0);
-  ck_assert_int_eq(pto_client_buffer_write(cl, "b", 0, data, sizeof(data), 10000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_alloc(cl, "b", sizeof(data), NULL, WAIT_MS, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_write(cl, "b", 0, data, sizeof(data), WAIT_MS, NULL, &err),
                    -PTO_E_MESSAGE_TOO_LARGE);
   ck_assert_str_eq(pto_client_error_name(err.code), "MESSAGE_TOO_LARGE");
   /* The daemon closed the connection after that answer. */
-  ck_assert_int_eq(pto_client_ping(cl, 10000, NULL, &err), -PTO_E_CONNECTION_LOST);
+  ck_assert_int_eq(pto_client_ping(cl, WAIT_MS, NULL, &err), -PTO_E_CONNECTION_LOST);
   ck_assert(!pto_client_alive(cl));
 }
 END_TEST
@@ -907,7 +907,7 @@ static void multi_start(const char *memory2) {
     snprintf(id[i], sizeof(id[i]), "device.id=%d", i);
     snprintf(mem, sizeof(mem), "device.memory=%s", memory2 ? memory2 : "");
     tdaemon_start(&devs[i], ov);
-    ck_assert_int_eq(pto_client_connect(devs[i].socket, 5000, &dcl[i], &err), 0);
+    ck_assert_int_eq(pto_client_connect(devs[i].socket, WAIT_MS, &dcl[i], &err), 0);
   }
 }
 
@@ -939,7 +939,7 @@ START_TEST(test_multi_dispatch) {
     d[i].args = args[i];
     d[i].nargs = 3;
   }
-  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, 10000, &err), 0);
+  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, WAIT_MS, &err), 0);
   for (int i = 0; i < 3; i++) {
     ck_assert_int_eq(d[i].rc, 0);
     for (int k = 0; k < 8; k++) {
@@ -960,14 +960,14 @@ START_TEST(test_multi_dispatch) {
     d[i].args = NULL;
     d[i].nargs = 0;
   }
-  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, 10000, &err), 0);
+  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, WAIT_MS, &err), 0);
   for (int i = 0; i < 3; i++) {
     float got;
     memcpy(&got, d[i].result->outputs[2].ptr, 4);
     ck_assert_float_eq(got, 20.0f);
     pto_result_free(d[i].result);
   }
-  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 0, 10000, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 0, WAIT_MS, &err), -PTO_E_INVALID_ARGUMENT);
   pto_config_free(cfg);
   multi_teardown();
 }
@@ -980,13 +980,13 @@ START_TEST(test_multi_one_device_out_of_memory) {
   pto_config_t *cfg = NULL;
   pto_dispatch_req_t req = {.program = "vector_add", .args = args, .nargs = 3};
   multi_start("8M"); /* device 2 cannot hold a 4 x 4 MiB heap arena */
-  for (int i = 0; i < 3; i++) ck_assert_int_eq(pto_client_ping(dcl[i], 5000, NULL, &err), 0);
+  for (int i = 0; i < 3; i++) ck_assert_int_eq(pto_client_ping(dcl[i], WAIT_MS, NULL, &err), 0);
   ck_assert_int_eq(pto_config_new(&cfg), 0);
   ck_assert_int_eq(pto_config_parse_ring(cfg, PTO_FIELD_HEAP, "4M", &err), 0);
   req.config = cfg;
   memset(d, 0, sizeof(d));
   for (int i = 0; i < 3; i++) d[i].client = dcl[i];
-  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, 10000, &err), -PTO_E_OUT_OF_MEMORY);
+  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, WAIT_MS, &err), -PTO_E_OUT_OF_MEMORY);
   ck_assert_int_eq(err.code, PTO_E_OUT_OF_MEMORY);
   ck_assert_msg(strncmp(err.message, "device 2: ", 10) == 0, "message: %s", err.message);
   for (int i = 0; i < 2; i++) {
@@ -1012,7 +1012,7 @@ START_TEST(test_multi_one_device_stopped) {
   tdaemon_kill(&devs[1]);
   memset(d, 0, sizeof(d));
   for (int i = 0; i < 3; i++) d[i].client = dcl[i];
-  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, 10000, &err), -PTO_E_CONNECTION_LOST);
+  ck_assert_int_eq(pto_client_dispatch_multi(&req, d, 3, WAIT_MS, &err), -PTO_E_CONNECTION_LOST);
   /* The device number is not known (no ping): the socket names it. */
   snprintf(want, sizeof(want), "socket '%s': The connection to ptod at '%s'", devs[1].socket,
            devs[1].socket);

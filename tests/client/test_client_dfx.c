@@ -34,7 +34,7 @@ START_TEST(artefacts_in_the_result) {
                                pto_arg_output(sizeof a)};
   pto_dispatch_req_t req = {.program = "vector_add", .args = args, .nargs = 3};
 
-  ck_assert_int_eq(pto_client_connect(daemon_.socket, 5000, &c, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon_.socket, WAIT_MS, &c, &err), 0);
   ck_assert_int_eq(pto_config_new(&cfg), 0);
   ck_assert_int_eq(pto_config_set_int(cfg, "enable_swimlane", 1, &err), 0);
   ck_assert_int_eq(pto_config_set_bool(cfg, "enable_dep_gen", true, &err), 0);
@@ -69,7 +69,7 @@ START_TEST(artefacts_of_a_failed_dispatch) {
   pto_dispatch_arg_t args[] = {pto_arg_int(4), pto_arg_int(0), pto_arg_int(0)};
   pto_dispatch_req_t req = {.program = "noop", .args = args, .nargs = 3};
 
-  ck_assert_int_eq(pto_client_connect(daemon_.socket, 5000, &c, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon_.socket, WAIT_MS, &c, &err), 0);
   ck_assert_int_eq(pto_config_new(&cfg), 0);
   ck_assert_int_eq(pto_config_set_int(cfg, "enable_swimlane", 2, &err), 0);
   ck_assert_int_eq(pto_config_set_bool(cfg, "enable_scope_stats", true, &err), 0);

@@ -21,7 +21,7 @@ static pto_error_t err;
 
 static void setup(void) {
   tdaemon_start(&daemon0, NULL);
-  ck_assert_msg(pto_client_connect(daemon0.socket, 5000, &cl, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_connect(daemon0.socket, WAIT_MS, &cl, &err) == 0, "%s", err.message);
 }
 
 static void teardown(void) {
@@ -83,12 +83,12 @@ START_TEST(results_as_the_tables_decode_them) {
   /* Four rounds, each pipelined: every dispatch sent, then every answer. */
   for (size_t n = 0; n < NHEAPS * 4; n++) {
     req.u.dispatch.config = cfg[n % NHEAPS];
-    ck_assert_msg(pto_client_send(cl, &req, 10000, &msgid[n], &err) == 0, "%s", err.message);
+    ck_assert_msg(pto_client_send(cl, &req, WAIT_MS, &msgid[n], &err) == 0, "%s", err.message);
   }
   for (size_t n = 0; n < NHEAPS * 4; n++) {
     pto_dispatch_result_t *res;
     uint64_t heap = heaps[n % NHEAPS], want = heap ? heap : 1u << 20;
-    ck_assert_msg(pto_client_wait(cl, msgid[n], 10000, (void **)&res, &err) == 0, "%s",
+    ck_assert_msg(pto_client_wait(cl, msgid[n], WAIT_MS, (void **)&res, &err) == 0, "%s",
                   err.message);
     ck_assert_uint_eq(res->sizing.value[PTO_FIELD_HEAP][0], want);
     ck_assert_int_eq(res->sizing.source[PTO_FIELD_HEAP][0],

@@ -23,7 +23,7 @@ static pto_error_t err;
 
 static void setup(void) {
   tdaemon_start(&daemon_, NULL);
-  ck_assert_int_eq(pto_client_connect(daemon_.socket, 5000, &c, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon_.socket, WAIT_MS, &c, &err), 0);
 }
 
 static void teardown(void) {
@@ -45,7 +45,7 @@ static pto_request_t noop(pto_dispatch_arg_t args[3], int64_t tasks, int64_t tas
 static bool speaks(pto_client_t *client, const char *feature) {
   pto_ping_t *ping;
   bool has;
-  ck_assert_int_eq(pto_client_ping(client, 5000, &ping, &err), 0);
+  ck_assert_int_eq(pto_client_ping(client, WAIT_MS, &ping, &err), 0);
   has = pto_ping_has_feature(ping, feature);
   pto_result_free(ping);
   return has;
@@ -82,7 +82,7 @@ START_TEST(request_id_in_results) {
 
   ck_assert(speaks(c, "request_id"));
   opts.request_id = "req-1 /gen?x=1";
-  ck_assert_int_eq(pto_client_call(c, &req, &opts, 5000, &any, &err), 0);
+  ck_assert_int_eq(pto_client_call(c, &req, &opts, WAIT_MS, &any, &err), 0);
   r = any;
   ck_assert_str_eq(r->request_id, "req-1 /gen?x=1");
   ck_assert_uint_eq(r->tasks, 1);
@@ -93,21 +93,21 @@ START_TEST(request_id_in_results) {
   req = (pto_request_t){.method = PTO_METHOD_BUFFER_ALLOC};
   req.u.buffer_alloc.name = "kv";
   req.u.buffer_alloc.bytes = 64;
-  ck_assert_int_eq(pto_client_send_opts(c, &req, &opts, 5000, &msgid, &err), 0);
-  ck_assert_int_eq(pto_client_wait(c, msgid, 5000, &any, &err), 0);
+  ck_assert_int_eq(pto_client_send_opts(c, &req, &opts, WAIT_MS, &msgid, &err), 0);
+  ck_assert_int_eq(pto_client_wait(c, msgid, WAIT_MS, &any, &err), 0);
   ck_assert(result_has(any, "request_id", "alloc-7"));
   ck_assert_str_eq(((pto_buffer_info_t *)any)->name, "kv");
   pto_result_free(any);
 
   /* buffer.list: a request with no parameters of its own takes the id. */
   req = (pto_request_t){.method = PTO_METHOD_BUFFER_LIST};
-  ck_assert_int_eq(pto_client_call(c, &req, &opts, 5000, &any, &err), 0);
+  ck_assert_int_eq(pto_client_call(c, &req, &opts, WAIT_MS, &any, &err), 0);
   ck_assert_uint_eq(((pto_buffer_list_t *)any)->count, 1);
   pto_result_free(any);
 
   /* Without opts (or without a request_id) there is none. */
   req = noop(args, 1, 0);
-  ck_assert_int_eq(pto_client_call(c, &req, NULL, 5000, &any, &err), 0);
+  ck_assert_int_eq(pto_client_call(c, &req, NULL, WAIT_MS, &any, &err), 0);
   ck_assert_ptr_null(((pto_dispatch_result_t *)any)->request_id);
   pto_result_free(any);
 }
@@ -123,29 +123,29 @@ START_TEST(bad_opts_send_nothing) {
   void *any;
 
   opts.priority = 8;
-  ck_assert_int_eq(pto_client_send_opts(c, &req, &opts, 5000, &msgid, &err),
+  ck_assert_int_eq(pto_client_send_opts(c, &req, &opts, WAIT_MS, &msgid, &err),
                    -PTO_E_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(err.message, "priority"));
   opts.priority = -9;
-  ck_assert_int_eq(pto_client_call(c, &req, &opts, 5000, &any, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_call(c, &req, &opts, WAIT_MS, &any, &err), -PTO_E_INVALID_ARGUMENT);
   opts.priority = 0;
   memset(long_id, 'x', 65);
   long_id[65] = '\0';
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     opts.request_id = bad[i];
-    ck_assert_int_eq(pto_client_send_opts(c, &req, &opts, 5000, &msgid, &err),
+    ck_assert_int_eq(pto_client_send_opts(c, &req, &opts, WAIT_MS, &msgid, &err),
                      -PTO_E_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(err.message, "request_id"));
   }
   opts.request_id = "ok";
-  ck_assert_int_eq(pto_client_call(c, &ping, &opts, 5000, &any, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_call(c, &ping, &opts, WAIT_MS, &any, &err), -PTO_E_INVALID_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(err.message, "device requests"));
   ck_assert_uint_eq(pto_client_pending(c), 0);
   ck_assert_uint_eq(msgid, 0);
 
   /* A caller built before request_id existed: its size ends before it. */
   opts.size = offsetof(pto_call_opts_t, request_id);
-  ck_assert_int_eq(pto_client_call(c, &req, &opts, 5000, &any, &err), 0);
+  ck_assert_int_eq(pto_client_call(c, &req, &opts, WAIT_MS, &any, &err), 0);
   ck_assert_ptr_null(((pto_dispatch_result_t *)any)->request_id);
   pto_result_free(any);
 }
@@ -160,7 +160,7 @@ START_TEST(priority_is_sent) {
   void *any = NULL;
   int rc;
   opts.priority = -1;
-  rc = pto_client_call(c, &req, &opts, 5000, &any, &err);
+  rc = pto_client_call(c, &req, &opts, WAIT_MS, &any, &err);
   if (speaks(c, "priority")) {
     ck_assert_msg(rc == 0, "%s", err.message);
     pto_result_free(any);
@@ -177,8 +177,8 @@ START_TEST(cancel_of_what_is_not_pending) {
   uint32_t msgid;
   void *any;
   ck_assert_int_eq(pto_client_cancel(c, 12345, &err), -PTO_E_INVALID_ARGUMENT);
-  ck_assert_int_eq(pto_client_send(c, &req, 5000, &msgid, &err), 0);
-  ck_assert_int_eq(pto_client_wait(c, msgid, 5000, &any, &err), 0);
+  ck_assert_int_eq(pto_client_send(c, &req, WAIT_MS, &msgid, &err), 0);
+  ck_assert_int_eq(pto_client_wait(c, msgid, WAIT_MS, &any, &err), 0);
   pto_result_free(any);
   ck_assert_int_eq(pto_client_cancel(c, msgid, &err), -PTO_E_INVALID_ARGUMENT); /* collected */
 }
@@ -198,22 +198,22 @@ START_TEST(cancel_of_a_queued_request) {
   if (!cancel)
     fprintf(stderr, "test_client_opts: NOT CHECKED: this ptod does not speak \"cancel\"; "
                     "checking only that a cancelled request gets exactly one answer.\n");
-  ck_assert_int_eq(pto_client_connect(daemon_.socket, 5000, &holder, &err), 0);
+  ck_assert_int_eq(pto_client_connect(daemon_.socket, WAIT_MS, &holder, &err), 0);
   for (int attempt = 0; attempt < 5; attempt++) {
     uint32_t hold_id, msgid;
     pto_status_t *st;
     void *any = NULL;
-    ck_assert_int_eq(pto_client_send(holder, &hold, 5000, &hold_id, &err), 0);
+    ck_assert_int_eq(pto_client_send(holder, &hold, WAIT_MS, &hold_id, &err), 0);
     do {
-      ck_assert_int_eq(pto_client_status(c, 5000, &st, &err), 0);
+      ck_assert_int_eq(pto_client_status(c, WAIT_MS, &st, &err), 0);
       rc = (int)st->queue.running;
       pto_result_free(st);
     } while (rc != 1);
-    ck_assert_int_eq(pto_client_send(c, &req, 5000, &msgid, &err), 0);
+    ck_assert_int_eq(pto_client_send(c, &req, WAIT_MS, &msgid, &err), 0);
     ck_assert_int_eq(pto_client_cancel(c, msgid, &err), 0);
-    rc = pto_client_wait(c, msgid, 60000, &any, &err);
+    rc = pto_client_wait(c, msgid, WAIT_MS, &any, &err);
     pto_result_free(any);
-    ck_assert_int_eq(pto_client_wait(holder, hold_id, 60000, NULL, &err), 0);
+    ck_assert_int_eq(pto_client_wait(holder, hold_id, WAIT_MS, NULL, &err), 0);
     ck_assert_uint_eq(pto_client_pending(c), 0); /* one answer, collected */
     if (!cancel) {
       ck_assert_int_eq(rc, 0); /* ignored: it ran */

@@ -71,7 +71,7 @@ static size_t on_wire(long *seen) {
 static uint32_t send_ping(void) {
   pto_request_t ping = {.method = PTO_METHOD_PING};
   uint32_t msgid = 0;
-  ck_assert_msg(pto_client_send(f.c, &ping, 5000, &msgid, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_send(f.c, &ping, WAIT_MS, &msgid, &err) == 0, "%s", err.message);
   return msgid;
 }
 
@@ -101,7 +101,7 @@ static void answer_pings(const uint32_t *ids, size_t n) {
 static uint32_t collect_any(void) {
   uint32_t msgid = 0;
   void *res = NULL;
-  ck_assert_msg(pto_client_wait_any(f.c, 5000, &msgid, &res, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_wait_any(f.c, WAIT_MS, &msgid, &res, &err) == 0, "%s", err.message);
   pto_result_free(res);
   return msgid;
 }
@@ -160,7 +160,7 @@ START_TEST(held_requests_go_before_a_wait_polls) {
   ck_assert_uint_eq(on_wire(seen), 1);
   ck_assert_int_eq(seen[0], (long)held);
   answer_pings(&held, 1);
-  ck_assert_int_eq(pto_client_wait(f.c, held, 5000, &res, &err), 0);
+  ck_assert_int_eq(pto_client_wait(f.c, held, WAIT_MS, &res, &err), 0);
   pto_result_free(res);
   ck_assert_uint_eq(collect_any(), held - 1); /* the answer that waited all along */
 }
@@ -186,7 +186,7 @@ START_TEST(held_requests_go_with_a_large_request) {
   w.u.buffer_write.name = "b";
   w.u.buffer_write.data = data;
   w.u.buffer_write.len = sizeof(data);
-  ck_assert_msg(pto_client_send(f.c, &w, 5000, &big, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_send(f.c, &w, WAIT_MS, &big, &err) == 0, "%s", err.message);
   ck_assert_uint_eq(on_wire(seen), 2);
   ck_assert_int_eq(seen[0], (long)held);
   ck_assert_int_eq(seen[1], (long)big);

@@ -126,7 +126,7 @@ static void send_and_compare(size_t piece, bool slow) {
   r.got = malloc(want.size);
   ck_assert_ptr_nonnull(r.got);
   ck_assert_int_eq(pthread_create(&t, NULL, read_thread, &r), 0);
-  ck_assert_msg(pto_client_send(f.c, &req, 20000, &msgid, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_send(f.c, &req, WAIT_MS, &msgid, &err) == 0, "%s", err.message);
   pthread_join(t, NULL);
   ck_assert_uint_eq(msgid, 1);
   ck_assert_uint_eq(r.done, want.size);
@@ -179,7 +179,7 @@ START_TEST(many_args_arrive_byte_exact) {
     p.dispatch.deadline_ms = PROTO_UNSET;
     msgpack_sbuffer_init(&want);
     ck_assert_int_eq(proto_encode_request(&want, n, (proto_method_t)PTO_METHOD_DISPATCH, &p), 0);
-    ck_assert_msg(pto_client_send(f.c, &req, 5000, &msgid, &err) == 0, "%s", err.message);
+    ck_assert_msg(pto_client_send(f.c, &req, WAIT_MS, &msgid, &err) == 0, "%s", err.message);
     ck_assert_uint_eq(msgid, n);
     while (have < want.size) {
       ssize_t r = read(f.peer.fd, got + have, want.size - have);
@@ -220,7 +220,7 @@ START_TEST(sending_costs_no_memory_the_size_of_the_payload) {
     pthread_t t;
     uint32_t msgid = 0;
     ck_assert_int_eq(pthread_create(&t, NULL, read_thread, &r), 0);
-    ck_assert_msg(pto_client_send(f.c, &req, 20000, &msgid, &err) == 0, "%s", err.message);
+    ck_assert_msg(pto_client_send(f.c, &req, WAIT_MS, &msgid, &err) == 0, "%s", err.message);
     pthread_join(t, NULL);
     ck_assert_uint_eq(r.done, size);
     pto_client_discard(f.c, msgid);

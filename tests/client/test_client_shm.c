@@ -40,7 +40,7 @@ static void teardown(void) { tdaemon_stop(&daemon_); }
 static pto_client_t *connect_(void) {
   pto_client_t *c;
   pto_error_t err;
-  ck_assert_msg(pto_client_connect(daemon_.socket, 5000, &c, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_connect(daemon_.socket, WAIT_MS, &c, &err) == 0, "%s", err.message);
   return c;
 }
 
@@ -65,7 +65,7 @@ static bool in_shm_list(pto_client_t *c, const char *name, uint64_t *ret_bytes) 
   pto_buffer_list_t *l;
   pto_error_t err;
   bool found = false;
-  ck_assert_msg(pto_client_shm_list(c, 5000, &l, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_shm_list(c, WAIT_MS, &l, &err) == 0, "%s", err.message);
   for (uint32_t i = 0; i < l->count; i++)
     if (strcmp(l->buffers[i].name, name) == 0) {
       found = true;
@@ -79,7 +79,7 @@ START_TEST(ping_lists_the_feature) {
   pto_client_t *c = connect_();
   pto_ping_t *p;
   pto_error_t err;
-  ck_assert_int_eq(pto_client_ping(c, 5000, &p, &err), 0);
+  ck_assert_int_eq(pto_client_ping(c, WAIT_MS, &p, &err), 0);
   ck_assert(pto_ping_has_feature(p, "shm"));
   ck_assert(pto_ping_has_feature(p, "dfx"));
   ck_assert(!pto_ping_has_feature(p, "sh"));
@@ -177,19 +177,19 @@ START_TEST(buffer_write_and_read_through_a_region) {
   uint64_t n = 0;
 
   for (int i = 0; i < 4096; i++) m[i] = (uint8_t)(i * 7);
-  ck_assert_int_eq(pto_client_buffer_alloc(c, "kv", 4096, NULL, 5000, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_alloc(c, "kv", 4096, NULL, WAIT_MS, NULL, &err), 0);
   /* The region's bytes 100..1100 into the buffer at 50. */
-  ck_assert_msg(pto_client_buffer_write_shm(c, "kv", 50, r, 100, 1000, 5000, &n, &err) == 0, "%s",
+  ck_assert_msg(pto_client_buffer_write_shm(c, "kv", 50, r, 100, 1000, WAIT_MS, &n, &err) == 0, "%s",
                 err.message);
   ck_assert_uint_eq(n, 1000);
   /* Inline, the buffer holds them. */
-  ck_assert_int_eq(pto_client_buffer_read(c, "kv", 50, 1000, 5000, &inl, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_read(c, "kv", 50, 1000, WAIT_MS, &inl, &err), 0);
   ck_assert_uint_eq(inl->len, 1000);
   ck_assert(memcmp(inl->ptr, m + 100, 1000) == 0);
   pto_result_free(inl);
   /* Back into the region at 5000. */
   n = 0;
-  ck_assert_msg(pto_client_buffer_read_shm(c, "kv", 50, r, 5000, 1000, 5000, &n, &err) == 0, "%s",
+  ck_assert_msg(pto_client_buffer_read_shm(c, "kv", 50, r, 5000, 1000, WAIT_MS, &n, &err) == 0, "%s",
                 err.message);
   ck_assert_uint_eq(n, 1000);
   ck_assert(memcmp(m + 5000, m + 100, 1000) == 0);
@@ -213,8 +213,8 @@ START_TEST(daemon_refusals_pass_through) {
   /* A range outside the region: INVALID_ARGS naming the argument. */
   ck_assert_int_eq(pto_client_dispatch(c, &req, -1, &res, &err), -PTO_E_INVALID_ARGS);
   ck_assert_msg(strstr(err.message, "args[1]") != NULL, "%s", err.message);
-  ck_assert_int_eq(pto_client_buffer_alloc(c, "b", 4096, NULL, 5000, NULL, &err), 0);
-  ck_assert_int_eq(pto_client_buffer_write_shm(c, "b", 0, r, 4090, 10, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_alloc(c, "b", 4096, NULL, WAIT_MS, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_write_shm(c, "b", 0, r, 4090, 10, WAIT_MS, NULL, &err),
                    -PTO_E_INVALID_ARGS);
   /* Over shm_limit (256M): OUT_OF_MEMORY, and nothing registered. */
   big = (pto_shm_t *)1;
@@ -259,20 +259,20 @@ START_TEST(library_checks) {
   ck_assert_int_eq(pto_shm_create(c, (1ull << 40) + 1, 5000, &none, &err),
                    -PTO_E_INVALID_ARGUMENT);
   ck_assert_ptr_null(none);
-  ck_assert_int_eq(pto_client_send(c, &reg, 5000, &id, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_send(c, &reg, WAIT_MS, &id, &err), -PTO_E_INVALID_ARGUMENT);
   ck_assert_msg(strstr(err.message, "pto_shm_create") != NULL, "%s", err.message);
 
   /* A region of another connection, and bytes 0. */
-  ck_assert_int_eq(pto_client_buffer_alloc(other, "b", 64, NULL, 5000, NULL, &err), 0);
-  ck_assert_int_eq(pto_client_buffer_write_shm(other, "b", 0, r, 0, 8, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_alloc(other, "b", 64, NULL, WAIT_MS, NULL, &err), 0);
+  ck_assert_int_eq(pto_client_buffer_write_shm(other, "b", 0, r, 0, 8, WAIT_MS, NULL, &err),
                    -PTO_E_INVALID_ARGUMENT);
   ck_assert_msg(strstr(err.message, pto_shm_name(r)) && strstr(err.message, "connection"), "%s",
                 err.message);
-  ck_assert_int_eq(pto_client_buffer_read_shm(c, "b", 0, r, 0, 0, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_read_shm(c, "b", 0, r, 0, 0, WAIT_MS, NULL, &err),
                    -PTO_E_INVALID_ARGUMENT);
   /* After its connection closed: a clear error, and pto_shm_free still works. */
   pto_client_close(c);
-  ck_assert_int_eq(pto_client_buffer_read_shm(other, "b", 0, r, 0, 8, 5000, NULL, &err),
+  ck_assert_int_eq(pto_client_buffer_read_shm(other, "b", 0, r, 0, 8, WAIT_MS, NULL, &err),
                    -PTO_E_INVALID_ARGUMENT);
   ck_assert_msg(strstr(err.message, "closed") != NULL, "%s", err.message);
   ((uint8_t *)pto_shm_data(r))[4095] = 1; /* still mapped until freed */
@@ -345,8 +345,8 @@ START_TEST(a_daemon_without_the_feature) {
   ck_assert_int_eq(bind(o.listen_fd, (struct sockaddr *)&addr, sizeof addr), 0);
   ck_assert_int_eq(listen(o.listen_fd, 1), 0);
   ck_assert_int_eq(pthread_create(&th, NULL, old_daemon_serve, &o), 0);
-  ck_assert_msg(pto_client_connect(o.path, 5000, &c, &err) == 0, "%s", err.message);
-  ck_assert_int_eq(pto_client_ping(c, 5000, &p, &err), 0);
+  ck_assert_msg(pto_client_connect(o.path, WAIT_MS, &c, &err) == 0, "%s", err.message);
+  ck_assert_int_eq(pto_client_ping(c, WAIT_MS, &p, &err), 0);
   ck_assert_uint_eq(p->nfeatures, 0); /* no features: speaks none */
   ck_assert(!pto_ping_has_feature(p, "shm"));
   pto_result_free(p);
@@ -380,7 +380,7 @@ START_TEST(no_fd_left_behind) {
   {
     pto_buffer_list_t *l;
     pto_error_t err;
-    ck_assert_int_eq(pto_client_shm_list(c, 5000, &l, &err), 0);
+    ck_assert_int_eq(pto_client_shm_list(c, WAIT_MS, &l, &err), 0);
     ck_assert_uint_eq(l->count, 0);
     pto_result_free(l);
   }

@@ -67,7 +67,7 @@ static const char *fake_request(void) {
     struct pollfd p = {.fd = f.peer.fd, .events = POLLIN};
     ssize_t n;
     if (f.in_len && proto_reader_feed(&r, f.in, f.in_len, &len, NULL) == 1) break;
-    ck_assert_msg(poll(&p, 1, 5000) == 1, "no request came within 5 s");
+    ck_assert_msg(poll(&p, 1, WAIT_MS) == 1, "poll: %s", strerror(errno));
     n = read(f.peer.fd, f.in + f.in_len, sizeof(f.in) - f.in_len);
     ck_assert_int_gt(n, 0);
     f.in_len += (size_t)n;
@@ -157,13 +157,13 @@ static void fake_answer_async(msgpack_sbuffer sb) {
 
 static uint32_t send_req(const pto_request_t *req) {
   uint32_t msgid = 0;
-  ck_assert_msg(pto_client_send(f.c, req, 1000, &msgid, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_send(f.c, req, WAIT_MS, &msgid, &err) == 0, "%s", err.message);
   return msgid;
 }
 
 static void *wait_ok(uint32_t msgid) {
   void *r = NULL;
-  ck_assert_msg(pto_client_wait(f.c, msgid, 5000, &r, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_wait(f.c, msgid, WAIT_MS, &r, &err) == 0, "%s", err.message);
   return r;
 }
 
@@ -243,7 +243,7 @@ END_TEST
 
 static void expect_refused(const pto_request_t *req, const char *message) {
   uint32_t msgid = 77;
-  ck_assert_int_eq(pto_client_send(f.c, req, 1000, &msgid, &err), -PTO_E_INVALID_ARGUMENT);
+  ck_assert_int_eq(pto_client_send(f.c, req, WAIT_MS, &msgid, &err), -PTO_E_INVALID_ARGUMENT);
   ck_assert_int_eq(err.code, PTO_E_INVALID_ARGUMENT);
   ck_assert_str_eq(err.message, message);
   ck_assert_uint_eq(msgid, 77); /* not written on failure */
@@ -405,7 +405,7 @@ static void expect_undecodable(uint32_t msgid, const char *method, const char *w
   char want[1024];
   void *r = NULL;
   pto_request_t ping = {.method = PTO_METHOD_PING};
-  ck_assert_int_eq(pto_client_wait(f.c, msgid, 5000, &r, &err), -PTO_E_PROTOCOL_ERROR);
+  ck_assert_int_eq(pto_client_wait(f.c, msgid, WAIT_MS, &r, &err), -PTO_E_PROTOCOL_ERROR);
   ck_assert_ptr_null(r);
   snprintf(want, sizeof(want),
            "The daemon's answer to '%s' could not be decoded: %s Is the daemon a newer protocol "

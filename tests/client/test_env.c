@@ -72,7 +72,7 @@ START_TEST(connect_default_uses_ptod_socket) {
   ck_assert_int_eq(pto_client_connect_default(1000, &c, &err), 0);
   ck_assert_str_eq(pto_client_socket_path(c), d0.socket);
   pto_ping_t *ping = NULL;
-  ck_assert_msg(pto_client_ping(c, 5000, &ping, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_ping(c, WAIT_MS, &ping, &err) == 0, "%s", err.message);
   pto_result_free(ping);
   pto_client_close(c);
 
@@ -149,10 +149,10 @@ START_TEST(connect_device_uses_ptod_socket_n) {
   ck_assert_str_eq(pto_client_env_device_socket(1), d0.socket);
   ck_assert_ptr_null(pto_client_env_device_socket(-1));
   ck_assert_ptr_null(pto_client_env_device_socket(256));
-  ck_assert_int_eq(pto_client_connect_device(1, 1000, &c, &err), 0);
+  ck_assert_int_eq(pto_client_connect_device(1, WAIT_MS, &c, &err), 0);
   ck_assert_str_eq(pto_client_socket_path(c), d0.socket);
   ck_assert_int_eq(pto_client_device(c), 1);
-  ck_assert_msg(pto_client_ping(c, 5000, &ping, &err) == 0, "%s", err.message);
+  ck_assert_msg(pto_client_ping(c, WAIT_MS, &ping, &err) == 0, "%s", err.message);
   pto_result_free(ping);
   pto_client_close(c);
 
@@ -162,7 +162,7 @@ START_TEST(connect_device_uses_ptod_socket_n) {
   ck_assert_str_eq(pto_client_socket_path(c), d0.socket);
   pto_client_close(c);
   setenv("PTOD_SOCKET_0", "/nonexistent/zero.sock", 1);
-  ck_assert_int_eq(pto_client_connect_device(0, 1000, &c, &err), -PTO_E_CONNECT_FAILED);
+  ck_assert_int_eq(pto_client_connect_device(0, WAIT_MS, &c, &err), -PTO_E_CONNECT_FAILED);
   ck_assert_msg(strstr(err.message, "/nonexistent/zero.sock") != NULL, "%s", err.message);
   unsetenv("PTOD_SOCKET_0");
   unsetenv("PTOD_SOCKET_1");

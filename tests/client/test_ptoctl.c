@@ -255,13 +255,13 @@ START_TEST(test_deadline_and_timeout) {
   pto_dispatch_arg_t args[3] = {pto_arg_int(1), pto_arg_int(0), pto_arg_int(500000)};
   uint32_t id = 0;
   req.u.dispatch = (pto_dispatch_req_t){.program = "noop", .args = args, .nargs = 3};
-  ck_assert_int_eq(pto_client_connect(d0.socket, 5000, &c, &e), 0);
-  ck_assert_int_eq(pto_client_send(c, &req, 5000, &id, &e), 0);
+  ck_assert_int_eq(pto_client_connect(d0.socket, WAIT_MS, &c, &e), 0);
+  ck_assert_int_eq(pto_client_send(c, &req, WAIT_MS, &id, &e), 0);
   for (int i = 0;; i++) {
     pto_status_t *st = NULL;
     bool running;
     ck_assert_int_lt(i, 20000);
-    ck_assert_int_eq(pto_client_status(c, 10000, &st, &e), 0);
+    ck_assert_int_eq(pto_client_status(c, WAIT_MS, &st, &e), 0);
     running = st->queue.running > 0;
     pto_result_free(st);
     if (running) break;
