@@ -17,9 +17,10 @@
  *             back to back, and after 20 ms and 2 ms idle
  *   ping      a ping after 20 ms idle (no device thread: socket and loop)
  *   client    pto_client_dispatch() back to back (what a user sees)
- *   python    the Python client's dispatch() back to back (client/python,
- *             one process per repetition; its start-up is not timed)
- *   client and python after 20 ms idle too (Python's: python_pairs)
+ *   client    after 20 ms idle too
+ *   python    the Python client, back to back and after 20 ms idle against
+ *             libptoclient, with each one's own CPU and a bare-Python
+ *             round trip (latency_python.h)
  * and the peer baseline a user would otherwise pick (zmq_peer.h): a ZeroMQ
  * REQ/REP round trip over ipc:// with msgpack messages of the same sizes,
  * back to back and after 20 ms idle.  client_vs_zmq splits into
@@ -42,7 +43,7 @@
 #include <pto/client.h>
 
 #include "bench.h"
-#include "pyrun.h"
+#include "latency_python.h"
 #include "zmq_peer.h"
 
 #define MAX_MSG 4096
@@ -173,9 +174,7 @@ enum {
   K_PP_SPIN, K_PP_BLOCK, K_PP_IDLE20, K_PP_IDLE2, K_ZMQ_B2B, K_ZMQ_IDLE20,
   K_RAW_B2B, K_RAW_IDLE20 = K_RAW_B2B + NDAEMONS, K_RAW_IDLE2 = K_RAW_IDLE20 + NDAEMONS,
   K_PING_IDLE20 = K_RAW_IDLE2 + NDAEMONS, K_CLIENT = K_PING_IDLE20 + NDAEMONS,
-  K_PYTHON = K_CLIENT + NDAEMONS, K_CLIENT_IDLE20 = K_PYTHON + NDAEMONS,
-  K_PYTHON_IDLE20 = K_CLIENT_IDLE20 + NDAEMONS, K_CLIENT_PAIR20 = K_PYTHON_IDLE20 + NDAEMONS,
-  K_COUNT = K_CLIENT_PAIR20 + NDAEMONS
+  K_CLIENT_IDLE20 = K_CLIENT + NDAEMONS, K_COUNT = K_CLIENT_IDLE20 + NDAEMONS
 };
 
 /* Back-to-back loops per repetition: two ping-pongs and ZeroMQ, then raw,
@@ -191,41 +190,9 @@ enum {
 #define IDLE_PING(di) (3 + 3 * (di))
 #define IDLE_CLIENT(di) (4 + 3 * (di))
 #define IDLE_KINDS (2 + 3 * NDAEMONS)
-#define PAIR_BLOCK 10 /* dispatches per block in python_pairs */
 
 static series_t series[K_COUNT];
 static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
-static bool python_ok = true; /* every Python loop ran */
-
-/* The Python client's noop(1) back to back: after `warm` dispatches, the
- * p50 and p99 (nearest rank, as bench_percentile) of `n`, in us. */
-static const char python_script[] =
-    "import math, sys, time\n"
-    "from ptoclient import Client\n"
-    "sock, n, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
-    "t = []\n"
-    "with Client(socket_path=sock, timeout=10) as c:\n"
-    "    for _ in range(warm + n):\n"
-    "        t0 = time.perf_counter()\n"
-    "        c.dispatch('noop', [1])\n"
-    "        t.append((time.perf_counter() - t0) * 1e6)\n"
-    "t = sorted(t[warm:])\n"
-    "rank = lambda p: t[min(n, max(1, math.ceil(p / 100 * n))) - 1]\n"
-    "print(rank(50), rank(99))\n";
-
-static void python_loop(const char *socket, size_t n, size_t warm, series_t *s, int rep) {
-  char sn[32], sw[32];
-  const char *args[] = {socket, sn, sw, NULL};
-  double v[2];
-  snprintf(sn, sizeof sn, "%zu", n);
-  snprintf(sw, sizeof sw, "%zu", warm);
-  if (bench_python(python_script, args, v, 2) < 0) {
-    python_ok = false;
-    v[0] = v[1] = -1;
-  }
-  s->p50[rep] = v[0];
-  s->p99[rep] = v[1];
-}
 
 static double med(const double *v, int reps) {
   double tmp[MAX_REPS];
@@ -316,7 +283,7 @@ static void b2b_loop(run_t *x, int s, int r) {
     record(&series[K_ZMQ_B2B], r, x->lat + x->warm, x->n);
   } else if ((s - B2B_PEERS) % 3 == 2) {
     int di = (s - B2B_PEERS) / 3;
-    python_loop(x->t[di].d.socket, x->n, x->warm, &series[K_PYTHON + di], r);
+    python_b2b(di, r, x->t[di].d.socket, x->t[di].c, client_once, x->n, x->warm);
   } else {
     int di = (s - B2B_PEERS) / 3;
     target_t *t = &x->t[di];
@@ -372,62 +339,20 @@ static void idle_loops(run_t *x, int r) {
   }
 }
 
-/* The Python client's noop(1) when asked: for each line on stdin one, after
- * `idle` seconds of its own sleep, its round trip printed in us. */
-static const char python_idle_script[] =
-    "import os, sys, time\n"
-    "from ptoclient import Client\n"
-    "sock, idle = sys.argv[1], float(sys.argv[2])\n"
-    "with Client(socket_path=sock, timeout=10) as c:\n"
-    "    while os.read(0, 1):\n"
-    "        time.sleep(idle)\n"
-    "        t0 = time.perf_counter()\n"
-    "        c.dispatch('noop', [1])\n"
-    "        os.write(1, b'%.3f\\n' % ((time.perf_counter() - t0) * 1e6))\n";
-
-/* The Python client against libptoclient, noop(1) after 20 ms idle on
- * daemon di, in alternating blocks: 1 + PAIR_BLOCK dispatches through one,
- * each after 20 ms of its own process's sleep, then as many through the
- * other (a Python process in lockstep): both see the same minutes, and each
- * process idles 20 ms between its dispatches (in idle_loops a Python
- * process would sleep ten times as long).  The first block, and the first
- * dispatch of each (after the other's whole block), are left out. */
-static void python_pairs(run_t *x, int di, int r) {
-  const char *args[] = {x->t[di].d.socket, "0.02", NULL};
-  double *c = x->lat, *py = x->lat + x->nidle, cb[PAIR_BLOCK + 1], pb[PAIR_BLOCK + 1];
-  bench_pystep_t p;
-  bool ok = bench_pystep_start(&p, python_idle_script, args) == 0;
-  for (size_t got = 0, b = 0; ok && got < x->nidle; b++) {
-    size_t k = x->nidle - got < PAIR_BLOCK ? x->nidle - got : PAIR_BLOCK;
-    for (size_t i = 0; i <= k; i++) {
-      bench_sleep_us(20000);
-      cb[i] = client_once(x->t[di].c);
-    }
-    ok = bench_pystep(&p, k + 1, pb) == 0;
-    if (b == 0) continue;
-    memcpy(c + got, cb + 1, k * sizeof *cb);
-    memcpy(py + got, pb + 1, k * sizeof *pb);
-    got += k;
-  }
-  if (bench_pystep_stop(&p) < 0 || !ok) python_ok = false;
-  record(&series[K_CLIENT_PAIR20 + di], r, c, x->nidle);
-  record(&series[K_PYTHON_IDLE20 + di], r, py, x->nidle);
-}
-
 static void print_rep(int r) {
   printf("rep %d: pp spin %.1f block %.1f idle20 %.1f idle2 %.1f us | zmq b2b %.1f idle20 %.1f "
          "us |", r, series[K_PP_SPIN].p50[r], series[K_PP_BLOCK].p50[r],
          series[K_PP_IDLE20].p50[r], series[K_PP_IDLE2].p50[r], series[K_ZMQ_B2B].p50[r],
          series[K_ZMQ_IDLE20].p50[r]);
-  for (int di = 0; di < NDAEMONS; di++)
-    printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f (idle20 %.1f) python "
-           "%.1f (idle20 %.1f vs client %.1f) us, %.1f us cpu, %.2f cores |",
+  for (int di = 0; di < NDAEMONS; di++) {
+    printf(" %s: b2b %.1f idle20 %.1f idle2 %.1f ping20 %.1f client %.1f (idle20 %.1f) us, "
+           "%.1f us cpu, %.2f cores;",
            spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
            series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
-           series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r],
-           series[K_PYTHON + di].p50[r], series[K_PYTHON_IDLE20 + di].p50[r],
-           series[K_CLIENT_PAIR20 + di].p50[r], cpu_per[di][r],
+           series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r], cpu_per[di][r],
            cores[di][r]);
+    python_rep_line(di, r);
+  }
   printf("\n");
   fflush(stdout);
 }
@@ -476,37 +401,33 @@ static void baseline_figures(const run_t *x, int reps) {
 typedef struct ratio {
   const char *what;
   int a, b;
-  bool b_per_daemon, python;
+  bool b_per_daemon;
   const char *note;
 } ratio_t;
 
 static const ratio_t ratios[] = {
-    {"python_vs_client", K_PYTHON, K_CLIENT, true, true,
-     "Python client / libptoclient, noop(1) back to back, same rep"},
-    {"python_idle20_vs_client", K_PYTHON_IDLE20, K_CLIENT_PAIR20, true, true,
-     "Python client / libptoclient, noop(1) after 20 ms idle, alternating blocks, same rep"},
-    {"b2b_vs_spin", K_RAW_B2B, K_PP_SPIN, false, false,
+    {"b2b_vs_spin", K_RAW_B2B, K_PP_SPIN, false,
      "raw dispatch back to back / spinning ping-pong, same rep"},
-    {"client_vs_spin", K_CLIENT, K_PP_SPIN, false, false,
+    {"client_vs_spin", K_CLIENT, K_PP_SPIN, false,
      "libptoclient dispatch back to back / spinning ping-pong, same rep"},
-    {"b2b_vs_block", K_RAW_B2B, K_PP_BLOCK, false, false,
+    {"b2b_vs_block", K_RAW_B2B, K_PP_BLOCK, false,
      "raw dispatch back to back / blocking ping-pong, same rep"},
-    {"idle20_vs_block", K_RAW_IDLE20, K_PP_IDLE20, false, false,
+    {"idle20_vs_block", K_RAW_IDLE20, K_PP_IDLE20, false,
      "raw dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, interleaved"},
-    {"idle2_vs_block", K_RAW_IDLE2, K_PP_IDLE2, false, false,
+    {"idle2_vs_block", K_RAW_IDLE2, K_PP_IDLE2, false,
      "raw dispatch after 2 ms idle / blocking ping-pong after 2 ms idle, interleaved"},
-    {"client_vs_zmq_b2b", K_CLIENT, K_ZMQ_B2B, false, false,
+    {"client_vs_zmq_b2b", K_CLIENT, K_ZMQ_B2B, false,
      "libptoclient dispatch / ZeroMQ REQ/REP round trip, back to back, same rep"},
-    {"client_vs_zmq_idle20", K_CLIENT_IDLE20, K_ZMQ_IDLE20, false, false,
+    {"client_vs_zmq_idle20", K_CLIENT_IDLE20, K_ZMQ_IDLE20, false,
      "libptoclient dispatch / ZeroMQ REQ/REP round trip, after 20 ms idle, interleaved"},
     /* The two halves of client_vs_zmq: what the client adds, what the daemon takes. */
-    {"client_vs_raw", K_CLIENT, K_RAW_B2B, true, false,
+    {"client_vs_raw", K_CLIENT, K_RAW_B2B, true,
      "libptoclient dispatch / raw msgpack client, back to back, same rep (the client's share)"},
-    {"client_vs_raw_idle20", K_CLIENT_IDLE20, K_RAW_IDLE20, true, false,
+    {"client_vs_raw_idle20", K_CLIENT_IDLE20, K_RAW_IDLE20, true,
      "libptoclient dispatch / raw msgpack client, after 20 ms idle, interleaved"},
-    {"raw_vs_zmq_b2b", K_RAW_B2B, K_ZMQ_B2B, false, false,
+    {"raw_vs_zmq_b2b", K_RAW_B2B, K_ZMQ_B2B, false,
      "raw dispatch / ZeroMQ REQ/REP round trip, back to back, same rep (the daemon's share)"},
-    {"raw_vs_zmq_idle20", K_RAW_IDLE20, K_ZMQ_IDLE20, false, false,
+    {"raw_vs_zmq_idle20", K_RAW_IDLE20, K_ZMQ_IDLE20, false,
      "raw dispatch / ZeroMQ REQ/REP round trip, after 20 ms idle, interleaved"},
 };
 
@@ -514,33 +435,25 @@ static const ratio_t ratios[] = {
 static const struct {
   const char *what;
   int k;
-  bool python;
   const char *note;
 } daemon_series[] = {
-    {"b2b", K_RAW_B2B, false, "noop(1), raw socket, back to back"},
-    {"idle20", K_RAW_IDLE20, false, "noop(1), raw socket, each after 20 ms idle"},
-    {"idle2", K_RAW_IDLE2, false, "noop(1), raw socket, each after 2 ms idle"},
-    {"ping_idle20", K_PING_IDLE20, false, "ping (no device thread), after 20 ms idle"},
-    {"client", K_CLIENT, false, "noop(1) through libptoclient, back to back"},
-    {"client_idle20", K_CLIENT_IDLE20, false, "noop(1) through libptoclient, after 20 ms idle"},
-    {"python", K_PYTHON, true, "noop(1) through the Python client, back to back"},
-    {"python_idle20", K_PYTHON_IDLE20, true,
-     "noop(1) through the Python client, each after 20 ms idle"},
-    {"client_idle20_paired", K_CLIENT_PAIR20, true,
-     "noop(1) through libptoclient, after 20 ms idle, in blocks alternating with Python's"},
+    {"b2b", K_RAW_B2B, "noop(1), raw socket, back to back"},
+    {"idle20", K_RAW_IDLE20, "noop(1), raw socket, each after 20 ms idle"},
+    {"idle2", K_RAW_IDLE2, "noop(1), raw socket, each after 2 ms idle"},
+    {"ping_idle20", K_PING_IDLE20, "ping (no device thread), after 20 ms idle"},
+    {"client", K_CLIENT, "noop(1) through libptoclient, back to back"},
+    {"client_idle20", K_CLIENT_IDLE20, "noop(1) through libptoclient, after 20 ms idle"},
 };
 
 static void daemon_figures(int di, int reps) {
   const char *sn = spin_names[di];
   char k2[96], key[128];
   for (size_t i = 0; i < sizeof daemon_series / sizeof daemon_series[0]; i++) {
-    if (daemon_series[i].python && !python_ok) continue;
     snprintf(k2, sizeof k2, "%s.%s", sn, daemon_series[i].what);
     figure_series(k2, daemon_series[i].k + di, reps, daemon_series[i].note);
   }
   for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++) {
     const ratio_t *q = &ratios[i];
-    if (q->python && !python_ok) continue;
     ratio_figure(sn, q->what, q->a + di, q->b + (q->b_per_daemon ? di : 0), reps, q->note);
   }
   snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p99", sn);
@@ -552,6 +465,7 @@ static void daemon_figures(int di, int reps) {
   snprintf(key, sizeof key, "latency.%s.daemon_cores", sn);
   bench_figure(key, med(cores[di], reps), "cores",
                "daemon CPU time / wall time while raw dispatches stream back to back");
+  python_figures(di, sn, reps, series[K_CLIENT + di].p50);
 }
 
 int main(int argc, char **argv) {
@@ -581,7 +495,8 @@ int main(int argc, char **argv) {
     /* Back to back: each loop alone, in an order that turns every rep. */
     for (int step = 0; step < B2B_LOOPS; step++) b2b_loop(&x, (step + r) % B2B_LOOPS, r);
     idle_loops(&x, r);
-    for (int di = 0; di < NDAEMONS; di++) python_pairs(&x, di, r);
+    for (int di = 0; di < NDAEMONS; di++)
+      python_pairs(di, r, x.t[di].d.socket, x.t[di].c, client_once, x.nidle);
     print_rep(r);
   }
   idle_cpu_figures(&x, o.smoke);

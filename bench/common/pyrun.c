@@ -124,7 +124,7 @@ int bench_pystep_start(bench_pystep_t *p, const char *script, const char *const 
   return 0;
 }
 
-int bench_pystep(bench_pystep_t *p, size_t n, double *ret) {
+int bench_pystep(bench_pystep_t *p, size_t n, size_t cols, double *ret) {
   char line[4096], asks[64], *at, *end;
   size_t have = 0, got = 0;
   ssize_t r;
@@ -135,9 +135,12 @@ int bench_pystep(bench_pystep_t *p, size_t n, double *ret) {
   if (r != (ssize_t)n) return -1;
   for (at = line; got < n;) {
     char *nl = memchr(at, '\n', have - (size_t)(at - line));
-    if (nl) { /* a whole line: its number */
-      ret[got++] = strtod(at, &end);
-      if (end == at) return -1;
+    if (nl) { /* a whole line: its numbers */
+      for (size_t c = 0; c < cols; c++, at = end) {
+        ret[got * cols + c] = strtod(at, &end);
+        if (end == at || end > nl) return -1;
+      }
+      got++;
       at = nl + 1;
       continue;
     }

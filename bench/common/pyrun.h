@@ -23,7 +23,7 @@ int bench_python(const char *script, const char *const *args, double *ret, size_
 /* A snippet run in lockstep with the benchmark, so that its samples
  * interleave with the benchmark's own (the same minutes of the machine):
  * for each byte it reads on stdin (a newline) it measures one sample and
- * prints it as one line, a number, on stdout.  Owned by the caller; one
+ * prints it as one line of numbers on stdout.  Owned by the caller; one
  * thread. */
 typedef struct bench_pystep {
   pid_t pid;
@@ -33,9 +33,10 @@ typedef struct bench_pystep {
 /* Start `script` (as bench_python).  Returns 0, or -1 (then stop is a no-op
  * that returns -1). */
 int bench_pystep_start(bench_pystep_t *p, const char *script, const char *const *args);
-/* Ask for n samples (at most 64) and wait for them all, into ret.  Returns
- * 0, or -1 when the snippet failed or printed something else. */
-int bench_pystep(bench_pystep_t *p, size_t n, double *ret);
+/* Ask for n samples (at most 64) of `cols` numbers each and wait for them
+ * all, into ret (n * cols, sample by sample).  Returns 0, or -1 when the
+ * snippet failed or printed something else. */
+int bench_pystep(bench_pystep_t *p, size_t n, size_t cols, double *ret);
 /* Close its stdin (its cue to exit) and wait for it.  Returns 0 when it
  * exited with status 0, else -1. */
 int bench_pystep_stop(bench_pystep_t *p);
