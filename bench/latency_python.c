@@ -25,14 +25,15 @@
 #define PY_DAEMONS 2
 #define PY_REPS 64
 #define PAIR_BLOCK 10 /* dispatches per block in python_pairs */
-#define PY_COLS 4     /* per sample: client wall, client CPU, bare wall, bare CPU */
+#define PY_COLS 9     /* per sample: the columns python_idle_script prints */
 #define C_CPU_CALLS 1000
 
 /* Kinds of figures, each a p50 and p99 per daemon and rep (a mean is kept
  * as both). */
 enum {
-  S_PY, S_PY_CPU, S_C_CPU, S_PY_IDLE, S_PY_IDLE_CPU, S_C_IDLE, S_C_IDLE_CPU, S_FLOOR,
-  S_FLOOR_CPU, S_COUNT
+  S_PY, S_PY_CPU, S_C_CPU, S_C_IDLE, S_C_IDLE_CPU,
+  S_PY_IDLE, S_PY_IDLE_CPU, S_FLOOR, S_FLOOR_CPU, /* python_idle_script's columns, in order */
+  S_PY_IDLE_PRE, S_PY_IDLE_POST, S_PY_PRE, S_PY_POST, S_FLOOR_POST, S_COUNT
 };
 
 typedef struct py_series {
@@ -99,12 +100,15 @@ void python_b2b(int di, int rep, const char *socket, pto_client_t *c, py_client_
   set(di, S_C_CPU, rep, v[0], v[0]);
 }
 
-/* The Python client's noop(1) when asked: for each line on stdin one, after
- * `idle` seconds of its own sleep, then a bare-Python round trip of the
- * same request after as long a sleep; printed: the client's wall and
- * thread CPU, the bare one's wall and thread CPU, in us.  The bare one
- * reads until the answer is whole (unpackb refuses a part with a
- * ValueError). */
+/* The Python client's noop(1) when asked: for each line on stdin one
+ * sample, each call after `idle` seconds of its own sleep: the client's
+ * wall and thread CPU; a bare-Python round trip's (the same request from a
+ * bytes object, poll, recv_into, unpackb; read on until unpackb takes the
+ * answer whole) wall and thread CPU; then, on a second connection whose
+ * socket and poller are wrapped to mark when its send starts and when its
+ * wait ends, the client's time before the send and after the wait, cold
+ * and again at once (warm), and the bare round trip's time after the wait;
+ * in us, one line of PY_COLS numbers. */
 static const char python_idle_script[] =
     "import os, select, socket, sys, time\n"
     "import msgpack\n"
@@ -117,25 +121,51 @@ static const char python_idle_script[] =
     "poller = select.poll()\n"
     "poller.register(raw, select.POLLIN)\n"
     "view = memoryview(bytearray(1 << 16))\n"
-    "def bare():\n"
-    "    raw.send(req)\n"
+    "marks = []\n"
+    "class Marked:\n"
+    "    def __init__(self, inner):\n"
+    "        self.inner = inner\n"
+    "    def send(self, data, *flags):\n"
+    "        marks.append(pc())\n"
+    "        return self.inner.send(data, *flags)\n"
+    "    def poll(self, *ms):\n"
+    "        ready = self.inner.poll(*ms)\n"
+    "        marks.append(pc())\n"
+    "        return ready\n"
+    "    def recv_into(self, buf):\n"
+    "        return self.inner.recv_into(buf)\n"
+    "    def __getattr__(self, name):\n"
+    "        return getattr(self.inner, name)\n"
+    "def bare(_program=None, _args=None, s=raw, p=poller):\n"
+    "    s.send(req)\n"
     "    n = 0\n"
     "    while True:\n"
-    "        poller.poll()\n"
-    "        n += raw.recv_into(view[n:])\n"
+    "        p.poll()\n"
+    "        n += s.recv_into(view[n:])\n"
     "        try:\n"
     "            return msgpack.unpackb(view[:n])\n"
     "        except ValueError:\n"
     "            pass\n"
-    "with Client(socket_path=sock, timeout=10) as c:\n"
-    "    bare()\n"
+    "def split(call):\n"
+    "    del marks[:]\n"
+    "    t0 = pc(); call('noop', [1]); t1 = pc()\n"
+    "    return (marks[0] - t0) * 1e6, (t1 - marks[-1]) * 1e6\n"
+    "bare_marked = lambda p, a: bare(p, a, Marked(raw), Marked(poller))\n"
+    "with Client(socket_path=sock, timeout=10) as c, Client(socket_path=sock, timeout=10) as m:\n"
+    "    m._sock, m._poller = Marked(m._sock), Marked(m._poller)\n"
+    "    bare(); m.dispatch('noop', [1])\n"
     "    while os.read(0, 1):\n"
     "        time.sleep(idle)\n"
     "        c0 = tt(); t0 = pc(); c.dispatch('noop', [1]); t1 = pc(); c1 = tt()\n"
     "        time.sleep(idle)\n"
     "        c2 = tt(); t2 = pc(); bare(); t3 = pc(); c3 = tt()\n"
-    "        os.write(1, b'%.3f %.3f %.3f %.3f\\n' % ((t1 - t0) * 1e6, (c1 - c0) * 1e6,\n"
-    "                                              (t3 - t2) * 1e6, (c3 - c2) * 1e6))\n";
+    "        time.sleep(idle)\n"
+    "        cold, warm = split(m.dispatch), split(m.dispatch)\n"
+    "        time.sleep(idle)\n"
+    "        floor = split(bare_marked)\n"
+    "        v = ((t1 - t0) * 1e6, (c1 - c0) * 1e6, (t3 - t2) * 1e6, (c3 - c2) * 1e6)\n"
+    "        v += cold + warm + floor[1:]\n"
+    "        os.write(1, (' '.join('%.3f' % x for x in v) + '\\n').encode())\n";
 
 /* The samples of one python_pairs: libptoclient's wall and CPU, then
  * Python's PY_COLS columns, n each. */
@@ -189,10 +219,7 @@ void python_pairs(int di, int rep, const char *socket, pto_client_t *c, py_clien
   if (ok) {
     record(di, S_C_IDLE, rep, s.c, n);
     record(di, S_C_IDLE_CPU, rep, s.c_cpu, n);
-    record(di, S_PY_IDLE, rep, s.py[0], n);
-    record(di, S_PY_IDLE_CPU, rep, s.py[1], n);
-    record(di, S_FLOOR, rep, s.py[2], n);
-    record(di, S_FLOOR_CPU, rep, s.py[3], n);
+    for (int col = 0; col < PY_COLS; col++) record(di, S_PY_IDLE + col, rep, s.py[col], n);
   }
   free(s.c);
 }
@@ -237,6 +264,17 @@ static const struct {
      "libptoclient's own CPU per noop(1) after 20 ms idle, p50, in the alternating blocks"},
     {"pyfloor_idle20_cpu", S_FLOOR_CPU, false,
      "bare Python's own CPU per noop(1) after 20 ms idle, p50 (pyfloor_idle20's)"},
+    {"python_idle20_pre", S_PY_IDLE_PRE, false,
+     "the Python client after 20 ms idle: from the call to its send(), p50 (wall, on a second "
+     "connection whose socket and poller mark the times)"},
+    {"python_idle20_post", S_PY_IDLE_POST, false,
+     "the same: from the wait's end (poll returns) to the call's return: recv, decode, "
+     "hand-over"},
+    {"python_pre", S_PY_PRE, false, "the same call's pre-send time at once again (warm), p50"},
+    {"python_post", S_PY_POST, false, "the same call's post-wait time at once again (warm), p50"},
+    {"pyfloor_idle20_post", S_FLOOR_POST, false,
+     "bare Python after 20 ms idle: from poll's return to the answer decoded, p50 (its time "
+     "before the send is one bytes object)"},
 };
 
 /* Ratios of two kinds (the client's back-to-back series given apart). */
