@@ -107,10 +107,11 @@ void python_b2b(int di, int rep, const char *socket, pto_client_t *c, py_client_
  * answer whole) wall and thread CPU; then, on a second connection whose
  * socket and poller are wrapped to mark when its send starts and when its
  * wait ends, the client's time before the send and after the wait, cold
- * and again at once (warm), and the bare round trip's time after the wait;
- * in us, one line of PY_COLS numbers. */
+ * and again at once (warm), and the bare round trip's time after the wait
+ * (nan when the client's internals moved and nothing was marked: the
+ * other figures stay); in us, one line of PY_COLS numbers. */
 static const char python_idle_script[] =
-    "import os, select, socket, sys, time\n"
+    "import math, os, select, socket, sys, time\n"
     "import msgpack\n"
     "from ptoclient import Client\n"
     "sock, idle = sys.argv[1], float(sys.argv[2])\n"
@@ -149,6 +150,8 @@ static const char python_idle_script[] =
     "def split(call):\n"
     "    del marks[:]\n"
     "    t0 = pc(); call('noop', [1]); t1 = pc()\n"
+    "    if len(marks) < 2:\n"
+    "        return math.nan, math.nan  # the client no longer sends or waits there\n"
     "    return (marks[0] - t0) * 1e6, (t1 - marks[-1]) * 1e6\n"
     "bare_marked = lambda p, a: bare(p, a, Marked(raw), Marked(poller))\n"
     "with Client(socket_path=sock, timeout=10) as c, Client(socket_path=sock, timeout=10) as m:\n"
