@@ -15,7 +15,8 @@ typedef struct header {
   uint32_t len;      /* header bytes, first byte included */
   uint32_t size_len; /* bytes of the big-endian length/count/value after the first byte */
   uint32_t fixed;    /* payload size known from the first byte (fixstr, fixext) */
-  uint8_t first;     /* the first byte, for messages (header_name) */
+  uint32_t first;    /* the first byte, for messages (header_name); not a char
+                      * type, so storing it does not make the compiler reload r */
 } header_t;
 
 static uint64_t read_be(const uint8_t *p, uint32_t n) {
@@ -24,46 +25,60 @@ static uint64_t read_be(const uint8_t *p, uint32_t n) {
   return v;
 }
 
-/* Returns false for the reserved byte 0xc1. */
+/* Returns false for the reserved byte 0xc1.  The fields are written one
+ * by one, the common one-byte headers first: this runs for every object
+ * of every message. */
 static bool classify(uint8_t b, header_t *h) {
   static const uint32_t pow2[4] = {1, 2, 4, 8};
-  /* nil, false, true unless a case below says otherwise */
-  header_t x = {.kind = ELEM_SCALAR, .len = 1};
-  if (b <= 0x7f || b >= 0xe0)
-    x.kind = ELEM_INT;
-  else if (b <= 0x8f)
-    x = (header_t){.kind = ELEM_MAP, .len = 1, .fixed = b & 0x0fu};
-  else if (b <= 0x9f)
-    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .fixed = b & 0x0fu};
-  else if (b <= 0xbf)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .fixed = b & 0x1fu};
-  else if (b == 0xc1)
+  h->first = b;
+  h->len = 1;
+  h->size_len = 0;
+  h->fixed = 0;
+  if (b <= 0x7f || b >= 0xe0) { /* fixint */
+    h->kind = ELEM_INT;
+    return true;
+  }
+  if (b <= 0xbf) { /* fixmap, fixarray, fixstr */
+    h->kind = b <= 0x8f ? ELEM_MAP : b <= 0x9f ? ELEM_ARRAY : ELEM_PAYLOAD;
+    h->fixed = b <= 0x9f ? b & 0x0fu : b & 0x1fu;
+    return true;
+  }
+  h->kind = ELEM_SCALAR; /* nil, false, true unless a case below says otherwise */
+  if (b == 0xc1) {
     return false;
-  else if (b >= 0xc4 && b <= 0xc6)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xc4]};
-  else if (b >= 0xc7 && b <= 0xc9) /* ext: length, then a type byte that belongs to the header */
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .size_len = pow2[b - 0xc7]};
-  else if (b == 0xca || b == 0xcb)
-    x.len = b == 0xca ? 5 : 9;
-  else if (b >= 0xcc && b <= 0xd3)
-    x = (header_t){.kind = ELEM_INT, .len = 1 + pow2[(b - 0xcc) & 3u]};
-  else if (b >= 0xd4 && b <= 0xd8)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .fixed = 1u << (b - 0xd4)};
-  else if (b >= 0xd9 && b <= 0xdb)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xd9]};
-  else if (b == 0xdc || b == 0xdd)
-    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .size_len = b == 0xdc ? 2 : 4};
-  else if (b == 0xde || b == 0xdf)
-    x = (header_t){.kind = ELEM_MAP, .len = 1, .size_len = b == 0xde ? 2 : 4};
-  x.len += x.size_len;
-  x.first = b;
-  *h = x;
+  } else if (b >= 0xc4 && b <= 0xc6) {
+    h->kind = ELEM_PAYLOAD;
+    h->size_len = pow2[b - 0xc4];
+  } else if (b >= 0xc7 && b <= 0xc9) { /* ext: length, then a type byte of the header */
+    h->kind = ELEM_PAYLOAD;
+    h->len = 2;
+    h->size_len = pow2[b - 0xc7];
+  } else if (b == 0xca || b == 0xcb) {
+    h->len = b == 0xca ? 5 : 9;
+  } else if (b >= 0xcc && b <= 0xd3) {
+    h->kind = ELEM_INT;
+    h->len = 1 + pow2[(b - 0xcc) & 3u];
+  } else if (b >= 0xd4 && b <= 0xd8) {
+    h->kind = ELEM_PAYLOAD;
+    h->len = 2;
+    h->fixed = 1u << (b - 0xd4);
+  } else if (b >= 0xd9 && b <= 0xdb) {
+    h->kind = ELEM_PAYLOAD;
+    h->size_len = pow2[b - 0xd9];
+  } else if (b == 0xdc || b == 0xdd) {
+    h->kind = ELEM_ARRAY;
+    h->size_len = b == 0xdc ? 2 : 4;
+  } else if (b == 0xde || b == 0xdf) {
+    h->kind = ELEM_MAP;
+    h->size_len = b == 0xde ? 2 : 4;
+  }
+  h->len += h->size_len;
   return true;
 }
 
 /* What a header is, for messages. */
 static const char *header_name(const header_t *h) {
-  uint8_t b = h->first;
+  uint32_t b = h->first;
   switch (h->kind) {
     case ELEM_MAP: return "map header";
     case ELEM_ARRAY: return "array header";
