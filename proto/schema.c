@@ -126,14 +126,23 @@ static void full_key(const schema_ctx_t *ctx, const char *key, char *buf, size_t
 static int fail(schema_ctx_t *ctx, int code, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The message gets ctx->prefix ("args[2]: "); err->key gets path + key. */
+const char *schema_prefix(const schema_ctx_t *ctx, char buf[SCHEMA_PREFIX_MAX]) {
+  buf[0] = '\0';
+  if (ctx->prefix_of) {
+    size_t n = cat_at(buf, SCHEMA_PREFIX_MAX - 3, 0, ctx->prefix_of, strlen(ctx->prefix_of));
+    cat_at(buf, SCHEMA_PREFIX_MAX, n, ": ", 2);
+  }
+  return buf;
+}
+
+/* The message gets the prefix ("args[2]: "); err->key gets path + key. */
 static int fail(schema_ctx_t *ctx, int code, const char *key, const char *fmt, ...) {
-  char text[sizeof(ctx->err->message)];
+  char text[sizeof(ctx->err->message)], prefix[SCHEMA_PREFIX_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(text, sizeof(text), fmt, ap);
   va_end(ap);
-  pto_error_set(ctx->err, code, "%s%s", ctx->prefix, text);
+  pto_error_set(ctx->err, code, "%s%s", schema_prefix(ctx, prefix), text);
   if (ctx->err && key) full_key(ctx, key, ctx->err->key, sizeof(ctx->err->key));
   return -code;
 }
