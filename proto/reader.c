@@ -213,7 +213,7 @@ static int failed(proto_reader_t *r, int rc) {
 static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header_t *h,
                        uint64_t *ret_payload, uint64_t *ret_children, pto_error_t *err) {
   const uint8_t *p = buf + r->offset;
-  uint64_t payload = 0, children = 0, least;
+  uint64_t payload = 0, children = 0, least, header_least;
 
   if (!classify(p[0], h))
     return failed(r, pto_error_set(err, PTO_E_INVALID_REQUEST,
@@ -225,10 +225,13 @@ static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header
                                    "The message nests containers more than %d deep (at byte %zu); "
                                    "send a flatter message.",
                                    PROTO_MAX_DEPTH, r->offset));
-  /* The header alone must fit, before waiting for the rest of it. */
-  least = (uint64_t)r->offset + h->len - 1 + r->need;
-  if (least > r->max_message) return too_large(r, h, 0, least, err);
-  if (len - r->offset < h->len) return 0;
+  /* The header alone must fit, before waiting for the rest of it (and
+   * when it fits no more than its claim does, that is the error named). */
+  header_least = (uint64_t)r->offset + h->len - 1 + r->need;
+  if (len - r->offset < h->len) {
+    if (header_least > r->max_message) return too_large(r, h, 0, header_least, err);
+    return 0;
+  }
 
   if (h->kind == ELEM_ARRAY || h->kind == ELEM_MAP) {
     children = h->size_len ? read_be(p + 1, h->size_len) : h->fixed;
@@ -236,9 +239,10 @@ static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header
   } else if (h->kind == ELEM_PAYLOAD) {
     payload = h->size_len ? read_be(p + 1, h->size_len) : h->fixed;
   }
-  least = (uint64_t)r->offset + h->len + r->need - 1 + payload + children;
+  least = header_least + payload + children;
   if (least > r->max_message) {
     uint64_t claim = h->kind == ELEM_MAP ? children / 2 : children + payload;
+    if (header_least > r->max_message) return too_large(r, h, 0, header_least, err);
     return too_large(r, h, claim, least, err);
   }
   *ret_payload = payload;
@@ -281,9 +285,8 @@ int proto_reader_feed(proto_reader_t *r, const void *data, size_t len, size_t *r
 
     rc = read_header(r, buf, len, &h, &payload, &children, ret_err);
     if (rc <= 0) return rc;
-    rc = count_objects(r, children, ret_err);
-    if (rc) return rc;
-    note_msgid(r, buf + r->offset, &h);
+    if (children > 0 && (rc = count_objects(r, children, ret_err)) != 0) return rc;
+    if (r->depth == 1 && r->top_count != 0) note_msgid(r, buf + r->offset, &h);
     if (r->depth == 0 && h.kind == ELEM_ARRAY) r->top_count = (uint32_t)children;
     r->objects++;
     r->remaining[r->depth]--;
