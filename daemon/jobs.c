@@ -351,7 +351,7 @@ void jobs_dispatch(req_t *req) {
   int rc;
 
   pto_error_clear(&err);
-  memset(&result, 0, sizeof(result));
+  memset(r, 0, sizeof(*r)); /* the member the answer reads, not the whole union */
   memset(&run, 0, sizeof(run));
   req->d->device.dispatch_seq++;
   pto_sizing_resolve(&p->config.sizing, &req->d->device.env, &req->snap.baseline, &run.sizing);
