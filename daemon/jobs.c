@@ -31,27 +31,19 @@ static void encode_error(req_t *req, const pto_error_t *err) {
   proto_encode_error_response_dfx(&req->response, req->msgid, err, NULL, req->request_id);
 }
 
-/* The bytes of the byte strings in a result: a dispatch's outputs,
- * buffer.read's data. */
-static uint64_t result_bytes(proto_method_t method, const proto_result_t *result) {
-  uint64_t n = 0;
-  if (method == PROTO_M_DISPATCH)
-    for (uint32_t i = 0; i < result->dispatch.noutputs; i++) n += result->dispatch.outputs[i].len;
-  else if (method == PROTO_M_BUFFER_READ)
-    n = result->buffer_read.len;
-  return n;
-}
-
-/* Room for every byte string of an answer at once: no doubling
- * reallocations, and huge pages for a large one (srv_buffer_hint). */
-static void reserve_response(msgpack_sbuffer *sb, size_t need) {
+/* The answer's room at once (proto_response_room): no doubling
+ * reallocations, and huge pages for a large one (srv_buffer_hint).
+ * sb is empty.  Returns 0 or -ENOMEM. */
+static int reserve_response(msgpack_sbuffer *sb, size_t room) {
   char *data;
-  if (need < SRV_HUGE_BUFFER || need <= sb->alloc || (data = malloc(need)) == NULL) return;
-  srv_buffer_hint(data, need);
+  if (room < SRV_HUGE_BUFFER || room <= sb->alloc) return proto_sbuffer_reserve(sb, room);
+  if ((data = malloc(room)) == NULL) return -ENOMEM;
+  srv_buffer_hint(data, room);
   free(sb->data);
   sb->data = data;
   sb->size = 0;
-  sb->alloc = need;
+  sb->alloc = room;
+  return 0;
 }
 
 /* The response, as `method`'s result (the request's own method, but for
@@ -59,8 +51,8 @@ static void reserve_response(msgpack_sbuffer *sb, size_t need) {
 static void encode_result_as(req_t *req, proto_method_t method, const proto_result_t *result) {
   pto_error_t err;
   msgpack_sbuffer_clear(&req->response);
-  reserve_response(&req->response, 4096 + result_bytes(method, result));
-  if (proto_encode_response_id(&req->response, req->msgid, method, result, req->request_id) < 0) {
+  if (reserve_response(&req->response, proto_response_room(method, result)) < 0 ||
+      proto_pack_response_id(&req->response, req->msgid, method, result, req->request_id) < 0) {
     pto_error_set(&err, PTO_E_INTERNAL, "The daemon is out of memory encoding the response.");
     encode_error(req, &err);
     return;
@@ -351,7 +343,7 @@ void jobs_dispatch(req_t *req) {
   int rc;
 
   pto_error_clear(&err);
-  memset(&result, 0, sizeof(result));
+  memset(r, 0, sizeof(*r)); /* the member the answer reads, not the whole union */
   memset(&run, 0, sizeof(run));
   req->d->device.dispatch_seq++;
   pto_sizing_resolve(&p->config.sizing, &req->d->device.env, &req->snap.baseline, &run.sizing);

@@ -87,6 +87,10 @@ shm_table_t *req_conn_shm(req_t *req) {
 static void req_finish(req_t *req) {
   if (req->fd >= 0) close(req->fd); /* a memfd (server.h): its close never waits */
   for (uint32_t i = 0; i < req->nshm_refs; i++) shm_release(req->shm_refs[i]);
+  if (req->unpacked.zone == &req->zone) { /* req's own: destroyed, never freed */
+    msgpack_zone_destroy(&req->zone);
+    req->unpacked.zone = NULL;
+  }
   msgpack_unpacked_destroy(&req->unpacked);
   msgpack_sbuffer_destroy(&req->response);
   proto_refbuf_free(&req->refs);
@@ -381,7 +385,7 @@ static req_t *req_new(ptod_t *d, srv_conn_t *conn, srv_msg_t *msg) {
   msgpack_sbuffer_init(&req->response);
   /* A zone the size of what this message decodes to, not msgpack-c's
    * 16 KiB: a pipeline of small requests costs what they hold. */
-  req->unpacked.zone = proto_zone_new(msg->objects, DECODE_EXTRA);
+  if (proto_zone_init(&req->zone, msg->objects, DECODE_EXTRA)) req->unpacked.zone = &req->zone;
   if (!req->unpacked.zone) {
     service_out_of_memory(&err);
     srv_conn_fail(conn, &err);

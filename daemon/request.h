@@ -55,7 +55,8 @@ typedef struct req {
   ptod_t *d;
   srv_conn_t *conn;
   srv_msg_t *msg;
-  msgpack_unpacked unpacked;
+  msgpack_unpacked unpacked; /* its zone is `zone` once that is made */
+  msgpack_zone zone;         /* the message's, held here: one allocation less per request */
   uint32_t msgid;
   proto_method_t method;
   proto_params_t params;

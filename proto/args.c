@@ -77,7 +77,7 @@ static const schema_t arg_schema = SCHEMA(arg_rows);
   "{\"shm\": region, \"offset\": o, \"bytes\": n, \"dir\": \"in\" | \"out\" | \"inout\"}"
 
 static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto_arg_t *a) {
-  char keys[96] = "";
+  char keys[96] = "", prefix[SCHEMA_PREFIX_MAX];
   size_t pos = 0;
   switch (seen) {
     case A_BUFFER: *a = (proto_arg_t){.kind = PTO_ARG_BUFFER, .buffer = w->buffer}; return 0;
@@ -130,7 +130,8 @@ static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto
       pos += (size_t)snprintf(keys + pos, sizeof(keys) - pos, "%s'%s'", pos ? ", " : "",
                               arg_rows[i].key);
   return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
-                       "%sa dispatch argument must be one of " ARG_FORMS "; got %s%s.", ctx->prefix,
+                       "%sa dispatch argument must be one of " ARG_FORMS "; got %s%s.",
+                       schema_prefix(ctx, prefix),
                        seen ? "the keys " : "an empty map", keys);
 }
 
@@ -139,12 +140,12 @@ static int arg_form(schema_ctx_t *ctx, const arg_wire_t *w, uint64_t seen, proto
 static int arg_no_nil(schema_ctx_t *ctx, const msgpack_object *o) {
   for (uint32_t i = 0; i < o->via.map.size; i++) {
     const msgpack_object_kv *kv = &o->via.map.ptr[i];
-    char shown[4 * 32 + 4];
+    char shown[4 * 32 + 4], prefix[SCHEMA_PREFIX_MAX];
     if (kv->val.type != MSGPACK_OBJECT_NIL || kv->key.type != MSGPACK_OBJECT_STR) continue;
     proto_show_text(kv->key.via.str.ptr, kv->key.via.str.size, 32, shown, sizeof(shown));
     return pto_error_set(ctx->err, PTO_E_INVALID_REQUEST,
                          "%skey '%s' is nil; a dispatch argument must be one of " ARG_FORMS ".",
-                         ctx->prefix, shown);
+                         schema_prefix(ctx, prefix), shown);
   }
   return 0;
 }
@@ -157,9 +158,7 @@ static int arg_decode(schema_ctx_t *ctx, const schema_spec_t *spec, const msgpac
   int rc;
   (void)spec;
   memset(&w, 0, sizeof(w));
-  inner.prefix[0] = '\0';
-  schema_cat(inner.prefix, sizeof(inner.prefix) - 3, ctx->path); /* 20 bytes at most */
-  schema_cat(inner.prefix, sizeof(inner.prefix), ": ");
+  inner.prefix_of = ctx->path; /* ctx outlives inner, its path unchanged meanwhile */
   inner.path[0] = '\0';
   inner.what = "a dispatch argument";
   if (o->type != MSGPACK_OBJECT_MAP) {

@@ -197,8 +197,10 @@ static char *put_rest(char *p, const proto_dispatch_result_t *r, const proto_siz
 
 int proto_dispatch_response_pack(msgpack_packer *pk, uint32_t msgid,
                                  const proto_dispatch_result_t *result) {
-  piece_t pc = {.pk = pk, .rc = 0};
+  piece_t pc; /* not an initialiser: that would zero buf, which is written before it is read */
   char *p;
+  pc.pk = pk;
+  pc.rc = 0;
   if (proto_sizing_bytes_make(&cached, result->arena.key, &result->sizing) < 0) return -ENOMEM;
   p = put_outputs(&pc, msgid, result); /* leaves at least REST_MAX bytes free */
   flush(&pc, put_rest(p, result, &cached));

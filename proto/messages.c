@@ -59,10 +59,13 @@ int proto_params_pack_priority(msgpack_packer *pk, proto_method_t method,
   return rc == 0 ? 0 : -ENOMEM;
 }
 
-/* Room for the bins plus the envelope and the small keys around them, so
- * the big payloads are copied once, straight into place. */
+/* The envelope and the small keys around a message's byte strings. */
+#define KEYS_ROOM 4096u
+
+/* Room for the bins plus KEYS_ROOM, so the big payloads are copied once,
+ * straight into place. */
 static int reserve(msgpack_sbuffer *sb, const schema_spec_t *root, const void *value) {
-  return value ? proto_sbuffer_reserve(sb, schema_payload(root, value) + 4096) : 0;
+  return value ? proto_sbuffer_reserve(sb, schema_payload(root, value) + KEYS_ROOM) : 0;
 }
 
 int proto_encode_request(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
@@ -91,27 +94,38 @@ static int pack_result_id(msgpack_packer *pk, const schema_spec_t *root,
          msgpack_pack_str_with_body(pk, request_id, strlen(request_id));
 }
 
-int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
-                             const proto_result_t *result, const char *request_id) {
+size_t proto_response_room(proto_method_t method, const proto_result_t *result) {
+  if ((unsigned)method >= PROTO_M_COUNT || !result) return 0;
+  if (method == PROTO_M_DISPATCH) {
+    /* Without bytes, DFX or request_id a dispatch's answer is one write to
+     * the packer (proto/dispatch_pack.c), so it is sized right at once. */
+    const proto_dispatch_result_t *r = &result->dispatch;
+    size_t payload = proto_dispatch_result_payload(r);
+    return payload || r->request_id || proto_dfx_present(&r->dfx) ? payload + KEYS_ROOM
+                                                                   : 0;
+  }
+  return schema_payload(proto_result_row(method), result) + KEYS_ROOM;
+}
+
+int proto_pack_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                           const proto_result_t *result, const char *request_id) {
   msgpack_packer pk;
   int rc;
   if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
   if (method == PROTO_M_DISPATCH && result) { /* every dispatch: the cheap way, same bytes */
-    const proto_dispatch_result_t *r = &result->dispatch;
-    size_t payload = proto_dispatch_result_payload(r);
-    /* Without bytes, DFX or request_id the answer is one write to the
-     * packer (proto/dispatch_pack.c), so it is sized right at once; the
-     * rest has room for every write made first, as any answer. */
-    rc = payload || r->request_id || proto_dfx_present(&r->dfx)
-             ? proto_sbuffer_reserve(sb, payload + 4096)
-             : 0;
     msgpack_packer_init(&pk, sb, proto_sbuffer_append);
-    return rc < 0 ? rc : proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
+    return proto_dispatch_response_pack(&pk, msgid, &result->dispatch);
   }
-  rc = reserve(sb, proto_result_row(method), result);
-  if (rc < 0) return rc;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
   rc = proto_pack_response_begin(&pk, msgid);
   if (rc < 0) return rc;
   return pack_result_id(&pk, proto_result_row(method), result, request_id) == 0 ? 0 : -ENOMEM;
+}
+
+int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                             const proto_result_t *result, const char *request_id) {
+  int rc;
+  if ((unsigned)method >= PROTO_M_COUNT) return -EINVAL;
+  rc = proto_sbuffer_reserve(sb, proto_response_room(method, result));
+  return rc < 0 ? rc : proto_pack_response_id(sb, msgid, method, result, request_id);
 }

@@ -347,6 +347,18 @@ int proto_encode_response(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t me
  * result that is not a map (buffer.read's bytes) cannot carry it. */
 int proto_encode_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
                              const proto_result_t *result, const char *request_id);
+/* The room proto_encode_response_id makes in sb before it packs: the
+ * answer's byte strings (outputs, DFX artefacts, buffer.read's bytes) and
+ * room for the keys around them, so each byte string is copied once; 0
+ * when the answer is one write of its own length (a dispatch without
+ * bytes, DFX or request_id).  The one place that says how much an answer
+ * needs: a caller that makes the room itself (the daemon: huge pages for a
+ * large answer) then packs with proto_pack_response_id. */
+size_t proto_response_room(proto_method_t method, const proto_result_t *result);
+/* proto_encode_response_id into the room the caller made: nothing is
+ * reserved (a write beyond the room grows sb). */
+int proto_pack_response_id(msgpack_sbuffer *sb, uint32_t msgid, proto_method_t method,
+                           const proto_result_t *result, const char *request_id);
 
 /* A failed device request's response whose error map carries, besides
  * the keys of proto_pack_error_map, the "dfx" key (what a dispatch's run

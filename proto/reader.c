@@ -15,7 +15,8 @@ typedef struct header {
   uint32_t len;      /* header bytes, first byte included */
   uint32_t size_len; /* bytes of the big-endian length/count/value after the first byte */
   uint32_t fixed;    /* payload size known from the first byte (fixstr, fixext) */
-  uint8_t first;     /* the first byte, for messages (header_name) */
+  uint32_t first;    /* the first byte, for messages (header_name); not a char
+                      * type, so storing it does not make the compiler reload r */
 } header_t;
 
 static uint64_t read_be(const uint8_t *p, uint32_t n) {
@@ -24,46 +25,60 @@ static uint64_t read_be(const uint8_t *p, uint32_t n) {
   return v;
 }
 
-/* Returns false for the reserved byte 0xc1. */
+/* Returns false for the reserved byte 0xc1.  The fields are written one
+ * by one, the common one-byte headers first: this runs for every object
+ * of every message. */
 static bool classify(uint8_t b, header_t *h) {
   static const uint32_t pow2[4] = {1, 2, 4, 8};
-  /* nil, false, true unless a case below says otherwise */
-  header_t x = {.kind = ELEM_SCALAR, .len = 1};
-  if (b <= 0x7f || b >= 0xe0)
-    x.kind = ELEM_INT;
-  else if (b <= 0x8f)
-    x = (header_t){.kind = ELEM_MAP, .len = 1, .fixed = b & 0x0fu};
-  else if (b <= 0x9f)
-    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .fixed = b & 0x0fu};
-  else if (b <= 0xbf)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .fixed = b & 0x1fu};
-  else if (b == 0xc1)
+  h->first = b;
+  h->len = 1;
+  h->size_len = 0;
+  h->fixed = 0;
+  if (b <= 0x7f || b >= 0xe0) { /* fixint */
+    h->kind = ELEM_INT;
+    return true;
+  }
+  if (b <= 0xbf) { /* fixmap, fixarray, fixstr */
+    h->kind = b <= 0x8f ? ELEM_MAP : b <= 0x9f ? ELEM_ARRAY : ELEM_PAYLOAD;
+    h->fixed = b <= 0x9f ? b & 0x0fu : b & 0x1fu;
+    return true;
+  }
+  h->kind = ELEM_SCALAR; /* nil, false, true unless a case below says otherwise */
+  if (b == 0xc1) {
     return false;
-  else if (b >= 0xc4 && b <= 0xc6)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xc4]};
-  else if (b >= 0xc7 && b <= 0xc9) /* ext: length, then a type byte that belongs to the header */
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .size_len = pow2[b - 0xc7]};
-  else if (b == 0xca || b == 0xcb)
-    x.len = b == 0xca ? 5 : 9;
-  else if (b >= 0xcc && b <= 0xd3)
-    x = (header_t){.kind = ELEM_INT, .len = 1 + pow2[(b - 0xcc) & 3u]};
-  else if (b >= 0xd4 && b <= 0xd8)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 2, .fixed = 1u << (b - 0xd4)};
-  else if (b >= 0xd9 && b <= 0xdb)
-    x = (header_t){.kind = ELEM_PAYLOAD, .len = 1, .size_len = pow2[b - 0xd9]};
-  else if (b == 0xdc || b == 0xdd)
-    x = (header_t){.kind = ELEM_ARRAY, .len = 1, .size_len = b == 0xdc ? 2 : 4};
-  else if (b == 0xde || b == 0xdf)
-    x = (header_t){.kind = ELEM_MAP, .len = 1, .size_len = b == 0xde ? 2 : 4};
-  x.len += x.size_len;
-  x.first = b;
-  *h = x;
+  } else if (b >= 0xc4 && b <= 0xc6) {
+    h->kind = ELEM_PAYLOAD;
+    h->size_len = pow2[b - 0xc4];
+  } else if (b >= 0xc7 && b <= 0xc9) { /* ext: length, then a type byte of the header */
+    h->kind = ELEM_PAYLOAD;
+    h->len = 2;
+    h->size_len = pow2[b - 0xc7];
+  } else if (b == 0xca || b == 0xcb) {
+    h->len = b == 0xca ? 5 : 9;
+  } else if (b >= 0xcc && b <= 0xd3) {
+    h->kind = ELEM_INT;
+    h->len = 1 + pow2[(b - 0xcc) & 3u];
+  } else if (b >= 0xd4 && b <= 0xd8) {
+    h->kind = ELEM_PAYLOAD;
+    h->len = 2;
+    h->fixed = 1u << (b - 0xd4);
+  } else if (b >= 0xd9 && b <= 0xdb) {
+    h->kind = ELEM_PAYLOAD;
+    h->size_len = pow2[b - 0xd9];
+  } else if (b == 0xdc || b == 0xdd) {
+    h->kind = ELEM_ARRAY;
+    h->size_len = b == 0xdc ? 2 : 4;
+  } else if (b == 0xde || b == 0xdf) {
+    h->kind = ELEM_MAP;
+    h->size_len = b == 0xde ? 2 : 4;
+  }
+  h->len += h->size_len;
   return true;
 }
 
 /* What a header is, for messages. */
 static const char *header_name(const header_t *h) {
-  uint8_t b = h->first;
+  uint32_t b = h->first;
   switch (h->kind) {
     case ELEM_MAP: return "map header";
     case ELEM_ARRAY: return "array header";
@@ -198,7 +213,7 @@ static int failed(proto_reader_t *r, int rc) {
 static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header_t *h,
                        uint64_t *ret_payload, uint64_t *ret_children, pto_error_t *err) {
   const uint8_t *p = buf + r->offset;
-  uint64_t payload = 0, children = 0, least;
+  uint64_t payload = 0, children = 0, least, header_least;
 
   if (!classify(p[0], h))
     return failed(r, pto_error_set(err, PTO_E_INVALID_REQUEST,
@@ -210,10 +225,13 @@ static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header
                                    "The message nests containers more than %d deep (at byte %zu); "
                                    "send a flatter message.",
                                    PROTO_MAX_DEPTH, r->offset));
-  /* The header alone must fit, before waiting for the rest of it. */
-  least = (uint64_t)r->offset + h->len - 1 + r->need;
-  if (least > r->max_message) return too_large(r, h, 0, least, err);
-  if (len - r->offset < h->len) return 0;
+  /* The header alone must fit, before waiting for the rest of it (and
+   * when it fits no more than its claim does, that is the error named). */
+  header_least = (uint64_t)r->offset + h->len - 1 + r->need;
+  if (len - r->offset < h->len) {
+    if (header_least > r->max_message) return too_large(r, h, 0, header_least, err);
+    return 0;
+  }
 
   if (h->kind == ELEM_ARRAY || h->kind == ELEM_MAP) {
     children = h->size_len ? read_be(p + 1, h->size_len) : h->fixed;
@@ -221,9 +239,10 @@ static int read_header(proto_reader_t *r, const uint8_t *buf, size_t len, header
   } else if (h->kind == ELEM_PAYLOAD) {
     payload = h->size_len ? read_be(p + 1, h->size_len) : h->fixed;
   }
-  least = (uint64_t)r->offset + h->len + r->need - 1 + payload + children;
+  least = header_least + payload + children;
   if (least > r->max_message) {
     uint64_t claim = h->kind == ELEM_MAP ? children / 2 : children + payload;
+    if (header_least > r->max_message) return too_large(r, h, 0, header_least, err);
     return too_large(r, h, claim, least, err);
   }
   *ret_payload = payload;
@@ -266,9 +285,8 @@ int proto_reader_feed(proto_reader_t *r, const void *data, size_t len, size_t *r
 
     rc = read_header(r, buf, len, &h, &payload, &children, ret_err);
     if (rc <= 0) return rc;
-    rc = count_objects(r, children, ret_err);
-    if (rc) return rc;
-    note_msgid(r, buf + r->offset, &h);
+    if (children > 0 && (rc = count_objects(r, children, ret_err)) != 0) return rc;
+    if (r->depth == 1 && r->top_count != 0) note_msgid(r, buf + r->offset, &h);
     if (r->depth == 0 && h.kind == ELEM_ARRAY) r->top_count = (uint32_t)children;
     r->objects++;
     r->remaining[r->depth]--;

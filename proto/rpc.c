@@ -339,20 +339,13 @@ int proto_sbuffer_append(void *data, const char *buf, size_t len) {
   return 0;
 }
 
-msgpack_zone *proto_zone_new(uint64_t objects, size_t extra) {
-  msgpack_zone *z;
+bool proto_zone_init(msgpack_zone *z, uint64_t objects, size_t extra) {
   size_t chunk;
-  if (objects > (SIZE_MAX - extra) / sizeof(msgpack_object)) return NULL;
+  if (objects > (SIZE_MAX - extra) / sizeof(msgpack_object)) return false;
   chunk = (size_t)objects * sizeof(msgpack_object) + extra;
   /* msgpack_zone_new would allocate chunk bytes twice (once beside the
-   * zone, unused); init a zone of our own instead. */
-  z = malloc(sizeof(*z));
-  if (!z) return NULL;
-  if (!msgpack_zone_init(z, chunk ? chunk : 64)) {
-    free(z);
-    return NULL;
-  }
-  return z;
+   * zone, unused) and the zone itself; the caller holds the zone. */
+  return msgpack_zone_init(z, chunk ? chunk : 64);
 }
 
 /* msgpack-c's chunk header (zone.c): the next chunk, then the bytes. */
@@ -361,9 +354,8 @@ typedef struct zone_chunk {
 } zone_chunk_t;
 
 size_t proto_zone_bytes(const msgpack_zone *z) {
-  size_t bytes;
+  size_t bytes = 0;
   if (!z) return 0;
-  bytes = malloc_usable_size((void *)(uintptr_t)z) + sizeof(size_t);
   for (const zone_chunk_t *c = (const zone_chunk_t *)z->chunk_list.head; c; c = c->next)
     bytes += malloc_usable_size((void *)(uintptr_t)c) + sizeof(size_t);
   return bytes;

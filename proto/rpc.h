@@ -76,7 +76,7 @@ typedef struct proto_envelope {
  * stops an oversized message before it is buffered whole.
  * May also return -PTO_E_INTERNAL, out of memory (msgpack-c could not
  * allocate its zone); ret_err says so.
- * When unpacked->zone is already set (proto_zone_new), the objects are
+ * When unpacked->zone is already set (proto_zone_init), the objects are
  * decoded into it; else msgpack-c makes one of its default size (8 KiB
  * twice over). */
 int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
@@ -90,14 +90,18 @@ int proto_decode(const void *data, size_t len, msgpack_unpacked *unpacked,
 int proto_decode_delimited(const void *data, size_t len, msgpack_unpacked *unpacked,
                            proto_envelope_t *ret_env, pto_error_t *ret_err);
 
-/* A zone for proto_decode sized for `objects` decoded objects and `extra`
- * bytes more (what decoding params adds), freed by msgpack_zone_free (or
- * msgpack_unpacked_destroy once it is unpacked->zone).  NULL: no memory. */
-msgpack_zone *proto_zone_new(uint64_t objects, size_t extra);
+/* Make *z, a zone the caller holds (inside its own struct: no allocation
+ * for the zone itself), a zone for proto_decode sized for `objects`
+ * decoded objects and `extra` bytes more (what decoding params adds).
+ * false: no memory (then z holds nothing to destroy).  The caller frees it
+ * with msgpack_zone_destroy, never msgpack_zone_free, and so must clear
+ * unpacked->zone before msgpack_unpacked_destroy. */
+bool proto_zone_init(msgpack_zone *z, uint64_t objects, size_t extra);
 
-/* The heap bytes z takes: the zone and each of its chunks (msgpack-c's
- * chunks start with the pointer to the next one, as in every release since
- * 0.5; the zone itself is not opaque), with malloc_usable_size. */
+/* The heap bytes z's chunks take (msgpack-c's chunks start with the
+ * pointer to the next one, as in every release since 0.5; the zone itself
+ * is not opaque), with malloc_usable_size; the zone struct is its
+ * holder's.  0 for NULL. */
 size_t proto_zone_bytes(const msgpack_zone *z);
 
 /* Whether the envelope's method is `name` (a NUL-terminated string). */

@@ -83,21 +83,30 @@ const char *schema_strdup(schema_ctx_t *ctx, const char *s, size_t len) {
   return p;
 }
 
-size_t schema_cat(char *buf, size_t cap, const char *s) {
-  size_t at = strlen(buf), n = strlen(s);
+/* s[0..n) after the text that ends at buf[at], cut to what fits in cap:
+ * the names are a few bytes, so a loop, not a call. */
+static size_t cat_at(char *buf, size_t cap, size_t at, const char *s, size_t n) {
   if (n > cap - 1 - at) n = cap - 1 - at;
-  memcpy(buf + at, s, n);
+  for (size_t i = 0; i < n; i++) buf[at + i] = s[i];
   buf[at + n] = '\0';
   return at + n;
 }
 
-size_t schema_cat_index(char *buf, size_t cap, uint32_t i) {
+size_t schema_cat(char *buf, size_t cap, const char *s) {
+  return cat_at(buf, cap, strlen(buf), s, strlen(s));
+}
+
+/* "[i]" after the text that ends at buf[at]. */
+static size_t cat_index_at(char *buf, size_t cap, size_t at, uint32_t i) {
   char text[16], *p = text + sizeof(text);
-  *--p = '\0';
   *--p = ']';
   do *--p = (char)('0' + i % 10); while (i /= 10);
   *--p = '[';
-  return schema_cat(buf, cap, p);
+  return cat_at(buf, cap, at, p, (size_t)(text + sizeof(text) - p));
+}
+
+size_t schema_cat_index(char *buf, size_t cap, uint32_t i) {
+  return cat_index_at(buf, cap, strlen(buf), i);
 }
 
 /* path + key, without a trailing '.': "queue.depth", "outputs[1]". */
@@ -117,14 +126,23 @@ static void full_key(const schema_ctx_t *ctx, const char *key, char *buf, size_t
 static int fail(schema_ctx_t *ctx, int code, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The message gets ctx->prefix ("args[2]: "); err->key gets path + key. */
+const char *schema_prefix(const schema_ctx_t *ctx, char buf[SCHEMA_PREFIX_MAX]) {
+  buf[0] = '\0';
+  if (ctx->prefix_of) {
+    size_t n = cat_at(buf, SCHEMA_PREFIX_MAX - 3, 0, ctx->prefix_of, strlen(ctx->prefix_of));
+    cat_at(buf, SCHEMA_PREFIX_MAX, n, ": ", 2);
+  }
+  return buf;
+}
+
+/* The message gets the prefix ("args[2]: "); err->key gets path + key. */
 static int fail(schema_ctx_t *ctx, int code, const char *key, const char *fmt, ...) {
-  char text[sizeof(ctx->err->message)];
+  char text[sizeof(ctx->err->message)], prefix[SCHEMA_PREFIX_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(text, sizeof(text), fmt, ap);
   va_end(ap);
-  pto_error_set(ctx->err, code, "%s%s", ctx->prefix, text);
+  pto_error_set(ctx->err, code, "%s%s", schema_prefix(ctx, prefix), text);
   if (ctx->err && key) full_key(ctx, key, ctx->err->key, sizeof(ctx->err->key));
   return -code;
 }
@@ -277,15 +295,19 @@ static int decode_list(schema_ctx_t *ctx, const schema_spec_t *s, const msgpack_
     if (!items) return nomem(ctx);
     memset(items, 0, (size_t)n * elem->size);
   }
+  /* The elements are named "key[i]": the key once, the index each time. */
+  size_t keyed = s->key ? schema_cat(ctx->path, sizeof(ctx->path), s->key) : pathlen;
   for (uint32_t i = 0; i < n; i++) {
     int rc;
     if (elem->kind == SK_MAP) schema_init(elem->sub, items + (size_t)i * elem->size);
-    if (s->key) schema_cat(ctx->path, sizeof(ctx->path), s->key);
-    schema_cat_index(ctx->path, sizeof(ctx->path), i);
+    cat_index_at(ctx->path, sizeof(ctx->path), keyed, i);
     rc = schema_decode(ctx, elem, &o->via.array.ptr[i], items + (size_t)i * elem->size);
-    ctx->path[pathlen] = '\0';
-    if (rc < 0) return rc;
+    if (rc < 0) {
+      ctx->path[pathlen] = '\0';
+      return rc;
+    }
   }
+  ctx->path[pathlen] = '\0';
   store_ptr(at(base, s->off), items);
   memcpy(at(base, s->off2), &n, sizeof(n));
   return 0;
@@ -365,6 +387,14 @@ static void known_keys(const schema_t *sc, char *buf, size_t len) {
     pos += (size_t)snprintf(buf + pos, len - pos, "%s%s", i ? ", " : "", sc->fields[i].key);
 }
 
+/* Whether the row's key is the str p[0..n): compared in place, most rows
+ * differing at the first byte (no strlen of every row). */
+static bool key_is(const char *key, const char *p, uint32_t n) {
+  uint32_t i = 0;
+  while (i < n && key[i] != '\0' && key[i] == p[i]) i++;
+  return i == n && key[i] == '\0';
+}
+
 static int check_key(schema_ctx_t *ctx, const schema_t *sc, const msgpack_object *k,
                      size_t *ret_row) {
   char desc[64], known[256], name[4 * PROTO_NAME_MAX + 4];
@@ -374,8 +404,7 @@ static int check_key(schema_ctx_t *ctx, const schema_t *sc, const msgpack_object
                 "a key in %s is %s, not a string; keys are strings.", ctx->what, desc);
   }
   for (size_t i = 0; i < sc->nfields; i++) {
-    if (strlen(sc->fields[i].key) == k->via.str.size &&
-        memcmp(sc->fields[i].key, k->via.str.ptr, k->via.str.size) == 0) {
+    if (key_is(sc->fields[i].key, k->via.str.ptr, k->via.str.size)) {
       *ret_row = i;
       return 0;
     }

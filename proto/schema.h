@@ -92,7 +92,11 @@ struct schema_ctx {
   const char *method; /* "dispatch" */
   const char *what;   /* "dispatch params", "a dispatch argument" */
   char what_buf[64];
-  char prefix[24]; /* "args[2]: " */
+  /* The list element whose decode this is, which an error's message
+   * starts with ("args[2]" gives "args[2]: "): the path of the context
+   * that decodes the list, so nothing is written unless there is an
+   * error.  NULL: none. */
+  const char *prefix_of;
   char path[96];   /* "queue." inside nested result maps */
 };
 
@@ -115,6 +119,11 @@ int schema_pack_map_n(msgpack_packer *pk, const schema_t *sc, const void *base, 
 bool schema_absent(const schema_spec_t *spec, const void *base);
 /* Bytes of bin payload under the row, to reserve before packing. */
 size_t schema_payload(const schema_spec_t *spec, const void *base);
+
+/* The text an error's message starts with: "args[2]: " (ctx->prefix_of's
+ * first 20 bytes and ": "), or "".  Returns buf. */
+#define SCHEMA_PREFIX_MAX 24
+const char *schema_prefix(const schema_ctx_t *ctx, char buf[SCHEMA_PREFIX_MAX]);
 
 /* "key 'x' in WHAT must be EXPECT, got GOT." (or the RunConfig form inside a
  * config map); sets err->key.  Returns the negative error. */

@@ -326,6 +326,27 @@ START_TEST(objects_counted) {
 }
 END_TEST
 
+/* A header that cannot fit is named as such whether its bytes have all
+ * arrived or not: the same error for every split of the stream. */
+START_TEST(header_that_cannot_fit_named_the_same_whole_or_cut) {
+  /* [1, 2, str8 "x"]: the str header at byte 3 (2 bytes) alone needs 5
+   * bytes, its claim 6; with max_message 4 the header is what is named. */
+  static const char msg[] = "\x93\x01\x02\xd9\x01\x78";
+  size_t got = 0;
+  pto_error_t err;
+  for (size_t cut = 4; cut <= 6; cut++) {
+    ck_assert_int_eq(feed_once(msg, cut, 4, &got, &err), -PTO_E_MESSAGE_TOO_LARGE);
+    ck_assert_str_eq(err.message,
+                     "The message is larger than max_message (4 bytes): it is still incomplete "
+                     "at byte 3, so it needs at least 5 bytes; send less per message or raise "
+                     "max_message.");
+    ck_assert_uint_eq(err.requested, 5);
+  }
+  ck_assert_int_eq(feed_once(msg, 6, 6, &got, &err), 1);
+  ck_assert_uint_eq(got, 6);
+}
+END_TEST
+
 static Suite *reader_suite(void) {
   Suite *s = suite_create("reader");
   TCase *tc = tcase_create("reader");
@@ -339,6 +360,7 @@ static Suite *reader_suite(void) {
   tcase_add_test(tc, depth_32_ok_33_rejected);
   tcase_add_test(tc, exactly_max_message_ok);
   tcase_add_test(tc, max_message_plus_one_rejected_before_its_end);
+  tcase_add_test(tc, header_that_cannot_fit_named_the_same_whole_or_cut);
   tcase_add_test(tc, reserved_byte_rejected);
   tcase_add_test(tc, large_bin_in_chunks);
   tcase_add_test(tc, objects_counted);
