@@ -76,18 +76,32 @@ class StartUp(harness.DaemonTest):
         d = self.daemon(config={"metrics": {"listen": os.path.join(tmp, "metrics.sock")}})
         d.call("ping")
         handled = (1 << (signal.SIGTERM - 1)) | (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGHUP - 1))
-        threads = {}
-        for tid in os.listdir("/proc/%d/task" % d.pid):
-            with open("/proc/%d/task/%s/status" % (d.pid, tid)) as f:
-                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-            threads[int(tid)] = (status["Name"], int(status["SigBlk"], 16))
+
+        def thread_masks():
+            threads = {}
+            for tid in os.listdir("/proc/%d/task" % d.pid):
+                with open("/proc/%d/task/%s/status" % (d.pid, tid)) as f:
+                    status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+                threads[int(tid)] = (status["Name"], int(status["SigBlk"], 16))
+            return threads
+
+        # Threads start (and name themselves) as they are needed, and glibc
+        # blocks every signal in a thread while it creates one (a signal
+        # then waits): wait until the loop takes signals and every thread
+        # the test names has started.
+        named = {"ptod-device", "ptod-core0", "ptod-sched0", "ptod-http-reap"}
+
+        def settled():
+            threads = thread_masks()
+            return (threads[d.pid][1] & handled == 0
+                    and named <= {t[0] for t in threads.values()})
+
+        wait_until(settled, what="the loop thread to take signals and the threads to start")
+        threads = thread_masks()
         name, blocked = threads.pop(d.pid)
-        self.assertEqual(blocked & handled, 0, "the loop thread blocks a signal it handles")
         if "thread" in harness.sanitizer():
             # ThreadSanitizer's own thread shares the loop's name.
             threads = {tid: t for tid, t in threads.items() if t[0] != name}
-        self.assertTrue({"ptod-device", "ptod-core0", "ptod-sched0", "ptod-http-reap"}
-                        <= {t[0] for t in threads.values()}, threads)
         for tid, (thread, blocked) in sorted(threads.items()):
             with self.subTest(thread=thread, tid=tid):
                 self.assertEqual(blocked & handled, handled, "%s takes signals: SigBlk %x" % (thread, blocked))
