@@ -27,8 +27,12 @@
  * client_vs_raw (what libptoclient adds) times raw_vs_zmq (the daemon's).
  * The idle loops interleave sample by sample (sleep, ping-pong; sleep,
  * ZeroMQ; sleep, dispatch on one daemon; sleep, the other...), so every
- * kind sees the same machine.  Also: the daemon's CPU time per dispatch and the cores it
- * uses while dispatches stream back to back, and its CPU use while idle.
+ * kind sees the same machine.  Also: what the daemon uses while raw
+ * dispatches stream back to back (CPU time per dispatch, cores, and its
+ * threads' context switches per dispatch: sleeps, and switches away from
+ * a spin or poll, counts that do not depend on the machine's speed),
+ * against the blocking ping-pong peer's CPU per round trip, and its CPU
+ * use while idle.
  * Figures are medians over repetitions of each loop's p50 (p99). */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +48,7 @@
 
 #include "bench.h"
 #include "latency_python.h"
+#include "pingpong.h"
 #include "zmq_peer.h"
 
 #define MAX_MSG 4096
@@ -57,19 +62,6 @@ static const char *const spin_conf[NDAEMONS] = {"[daemon]\nspin_us = 0\n",
 static void fail(const char *what) {
   fprintf(stderr, "bench_latency: %s: %s\n", what, strerror(errno));
   exit(1);
-}
-
-/* Read len bytes; spin: with non-blocking reads, never sleeping. */
-static bool read_all(int fd, void *buf, size_t len, bool spin) {
-  char *p = buf;
-  while (len) {
-    ssize_t n = recv(fd, p, len, spin ? MSG_DONTWAIT : 0);
-    if (n < 0 && (errno == EINTR || (spin && errno == EAGAIN))) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= (size_t)n;
-  }
-  return true;
 }
 
 /* Read one whole msgpack object from fd; returns its size.  `ok`: whether
@@ -96,34 +88,6 @@ static size_t read_response(int fd, msgpack_unpacker *u, bool *ok) {
           out.data.via.array.ptr[2].type == MSGPACK_OBJECT_NIL;
   msgpack_unpacked_destroy(&out);
   return total;
-}
-
-/* The ping-pong peer: read req bytes, answer resp bytes, until EOF; spin:
- * it polls with non-blocking reads (and takes a whole CPU while it runs). */
-typedef struct pingpong {
-  size_t req, resp;
-  bool spin;
-} pingpong_t;
-
-static void pingpong_serve(int fd, void *arg) {
-  const pingpong_t *pp = arg;
-  char in[MAX_MSG], out[MAX_MSG];
-  memset(out, 0xa5, sizeof out);
-  while (read_all(fd, in, pp->req, pp->spin)) bench_write_all(fd, out, pp->resp);
-}
-
-static pid_t start_echo(int *ret_fd, size_t req, size_t resp, bool spin) {
-  pingpong_t pp = {req, resp, spin};
-  return bench_peer_start(ret_fd, pingpong_serve, &pp);
-}
-
-/* One round trip of `len` request bytes, in us. */
-static double pingpong_once(int fd, const char *req, size_t qlen, size_t rlen, bool spin) {
-  char in[MAX_MSG];
-  uint64_t t0 = bench_now_ns();
-  bench_write_all(fd, req, qlen);
-  if (!read_all(fd, in, rlen, spin)) fail("read from the ping-pong peer");
-  return (double)(bench_now_ns() - t0) / 1000.0;
 }
 
 static double raw_once(int fd, msgpack_unpacker *u, const char *req, size_t qlen) {
@@ -192,7 +156,29 @@ enum {
 #define IDLE_KINDS (2 + 3 * NDAEMONS)
 
 static series_t series[K_COUNT];
-static double cpu_per[NDAEMONS][MAX_REPS], cores[NDAEMONS][MAX_REPS];
+/* What each daemon used while raw dispatches streamed back to back, per
+ * rep: use_rows[] says what each is. */
+enum { U_CPU, U_CPU_VS_PEER, U_CORES, U_SLEEPS, U_SWITCHED, U_COUNT };
+static double use[NDAEMONS][U_COUNT][MAX_REPS];
+static const struct {
+  const char *what, *unit, *note;
+} use_rows[U_COUNT] = {
+    {"daemon_cpu_per_dispatch", "us",
+     "daemon CPU time (all threads) per dispatch, raw back to back, spins included"},
+    {"daemon_cpu_vs_peer", "x",
+     "daemon_cpu_per_dispatch / the blocking ping-pong peer's CPU per round trip, same rep"},
+    {"daemon_cores", "cores", "daemon CPU time / wall time while raw dispatches stream back to back"},
+    {"daemon_sleeps_per_dispatch", "switches",
+     "voluntary context switches (a daemon thread slept: a wake-up to come) per raw dispatch "
+     "back to back, all threads"},
+    {"daemon_switched_per_dispatch", "switches",
+     "nonvoluntary context switches (a daemon thread preempted, or yielding its CPU to a "
+     "runnable thread: a spin or poll beside other work) per raw dispatch back to back"},
+};
+/* The blocking ping-pong peer's CPU time per round trip, per rep: what
+ * serving one request at a time costs a process that only reads and
+ * writes (its syscalls and wake-ups), the floor under the daemon's. */
+static double peer_cpu[MAX_REPS];
 
 static double med(const double *v, int reps) {
   double tmp[MAX_REPS];
@@ -273,9 +259,11 @@ static void b2b_loop(run_t *x, int s, int r) {
   if (s < 2) {
     bool spin = s == 0;
     int echo_fd;
-    pid_t echo = start_echo(&echo_fd, x->qlen, x->rlen, spin);
+    pid_t echo = pingpong_start(&echo_fd, x->qlen, x->rlen, spin);
+    uint64_t cpu0 = bench_cpu_ns(echo);
     for (size_t i = 0; i < total; i++)
       x->lat[i] = pingpong_once(echo_fd, x->req, x->qlen, x->rlen, spin);
+    if (!spin) peer_cpu[r] = (double)(bench_cpu_ns(echo) - cpu0) / 1000.0 / (double)total;
     bench_peer_stop(echo_fd, echo);
     record(&series[spin ? K_PP_SPIN : K_PP_BLOCK], r, x->lat + x->warm, x->n);
   } else if (s == 2) {
@@ -288,15 +276,19 @@ static void b2b_loop(run_t *x, int s, int r) {
     int di = (s - B2B_PEERS) / 3;
     target_t *t = &x->t[di];
     bool client = (s - B2B_PEERS) % 3 == 1;
-    uint64_t cpu0 = bench_cpu_ns(t->d.pid), w0 = bench_now_ns(), cpu1, w1;
+    uint64_t cpu0 = bench_cpu_ns(t->d.pid), w0 = bench_now_ns(), cpu1, w1, v0, v1, n0, n1;
+    bench_switches(t->d.pid, &v0, &n0);
     for (size_t i = 0; i < total; i++)
       x->lat[i] = client ? client_once(t->c) : raw_once(t->fd, &t->u, x->req, x->qlen);
     w1 = bench_now_ns();
     cpu1 = bench_cpu_ns(t->d.pid);
+    bench_switches(t->d.pid, &v1, &n1);
     record(&series[client ? K_CLIENT + di : K_RAW_B2B + di], r, x->lat + x->warm, x->n);
     if (!client) {
-      cpu_per[di][r] = (double)(cpu1 - cpu0) / 1000.0 / (double)total;
-      cores[di][r] = (double)(cpu1 - cpu0) / (double)(w1 - w0);
+      use[di][U_CPU][r] = (double)(cpu1 - cpu0) / 1000.0 / (double)total;
+      use[di][U_CORES][r] = (double)(cpu1 - cpu0) / (double)(w1 - w0);
+      use[di][U_SLEEPS][r] = (double)(v1 - v0) / (double)total;
+      use[di][U_SWITCHED][r] = (double)(n1 - n0) / (double)total;
     }
   }
 }
@@ -306,7 +298,7 @@ static void idle_loops(run_t *x, int r) {
   for (int gap = 0; gap < 2; gap++) {
     uint64_t idle_us = gap == 0 ? 20000 : 2000;
     int echo_fd;
-    pid_t echo = start_echo(&echo_fd, x->qlen, x->rlen, false);
+    pid_t echo = pingpong_start(&echo_fd, x->qlen, x->rlen, false);
     for (size_t i = 0; i < x->nidle; i++) {
       bench_sleep_us(idle_us);
       x->lat2[IDLE_PP][i] = pingpong_once(echo_fd, x->req, x->qlen, x->rlen, false);
@@ -349,8 +341,8 @@ static void print_rep(int r) {
            "%.1f us cpu, %.2f cores;",
            spin_names[di], series[K_RAW_B2B + di].p50[r], series[K_RAW_IDLE20 + di].p50[r],
            series[K_RAW_IDLE2 + di].p50[r], series[K_PING_IDLE20 + di].p50[r],
-           series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r], cpu_per[di][r],
-           cores[di][r]);
+           series[K_CLIENT + di].p50[r], series[K_CLIENT_IDLE20 + di].p50[r], use[di][U_CPU][r],
+           use[di][U_CORES][r]);
     python_rep_line(di, r);
   }
   printf("\n");
@@ -394,6 +386,9 @@ static void baseline_figures(const run_t *x, int reps) {
            "%zu B, back to back", x->qlen, x->rlen);
   figure_series("zmq_b2b", K_ZMQ_B2B, reps, note);
   figure_series("zmq_idle20", K_ZMQ_IDLE20, reps, "the same, each round trip after 20 ms idle");
+  bench_figure("latency.pingpong_block.peer_cpu", med(peer_cpu, reps), "us",
+               "the blocking ping-pong peer's CPU time per round trip: serving one request at a "
+               "time with nothing but its read and write (the floor under daemon_cpu_per_dispatch)");
 }
 
 /* The ratios each daemon's figures end with: series a (a daemon's) over
@@ -459,12 +454,12 @@ static void daemon_figures(int di, int reps) {
   snprintf(key, sizeof key, "latency.%s.idle20_vs_block.p99", sn);
   bench_figure(key, med_ratio(series[K_RAW_IDLE20 + di].p99, series[K_PP_IDLE20].p99, reps),
                "x", "raw dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, p99");
-  snprintf(key, sizeof key, "latency.%s.daemon_cpu_per_dispatch", sn);
-  bench_figure(key, med(cpu_per[di], reps), "us",
-               "daemon CPU time (all threads) per dispatch, raw back to back, spins included");
-  snprintf(key, sizeof key, "latency.%s.daemon_cores", sn);
-  bench_figure(key, med(cores[di], reps), "cores",
-               "daemon CPU time / wall time while raw dispatches stream back to back");
+  for (int r = 0; r < reps; r++) /* both are in once the rep is over */
+    use[di][U_CPU_VS_PEER][r] = use[di][U_CPU][r] / peer_cpu[r];
+  for (int u = 0; u < U_COUNT; u++) {
+    snprintf(key, sizeof key, "latency.%s.%s", sn, use_rows[u].what);
+    bench_figure(key, med(use[di][u], reps), use_rows[u].unit, use_rows[u].note);
+  }
   python_figures(di, sn, reps, series[K_CLIENT + di].p50);
 }
 

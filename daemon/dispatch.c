@@ -31,18 +31,6 @@
  * its halted vCPU too (a Python client's is 100-130 us, ~40 of them the
  * wake-up), and polling is what removes it. */
 #define DSP_POLL_GAP_FACTOR 4u
-/* A short job runs on the loop (run_on_loop) only if it came more than
- * this many spin windows (the default window when spinning is off) after
- * the last completion: later than the loop polls for a back-to-back
- * client.  After idle the loop saves the wake-up and the uv_async
- * (bench_latency, noop after 20 ms: -25 to -45 %).  Back to back, the
- * issue's quiet-host prototype found every short job on the loop 47 %
- * slower and pipelined throughput 22-26 % lower; on a loaded 2-vCPU
- * machine it came out 17-20 % faster instead (the commit that measured
- * this gap rule says how): re-measure on a quiet host, with several
- * clients waiting for one answer each (a loop running jobs reads no
- * other client meanwhile), before widening it. */
-#define DSP_LOOP_RUN_GAP_FACTOR DSP_POLL_GAP_FACTOR
 
 typedef struct job_list {
   dsp_job_t *head, *tail;
@@ -53,6 +41,7 @@ struct dsp {
   uv_loop_t *loop;
   uv_async_t done_async;
   uv_idle_t poll_idle;      /* active: the loop polls instead of sleeping */
+  uv_check_t turn_check;    /* each turn of the loop: ran_this_turn cleared */
   int open_handles;         /* closed handles free the dsp when this hits 0 */
   pthread_t thread;
   pthread_mutex_t lock;
@@ -80,6 +69,8 @@ struct dsp {
   uint64_t poll_until_ns;
   uint64_t last_done_ns;    /* when completions last ran */
   bool poll_after_done;     /* the last job came soon after them: poll on */
+  bool ran_this_turn;       /* the loop ran a job this turn (run_on_loop) */
+  bool completing;          /* in complete_batch: no job runs on the loop */
   void (*batch_begin)(void *data), (*batch_end)(void *data);
   void *batch_data;
 };
@@ -145,7 +136,12 @@ static bool came_soon(uint64_t at, uint64_t since, uint64_t window, uint32_t fac
  * that the client, woken by the answer, needs (noop after 20 ms idle:
  * 154-156 us against 172-225 us spinning after every job, when this rule
  * came in).  Yields now and then: on a 2-vCPU machine the thread that will
- * admit the job may need this CPU. */
+ * admit the job may need this CPU.  It spins beside the loop's poll for
+ * the same request (only for jobs the loop does not run itself:
+ * take_device); stopping it while the loop polls was measured (noop(60),
+ * not short, back to back, two daemons alternating in one run): raw client
+ * 46 us either way, libptoclient 61 -> 95 us, the wake-up it then needs
+ * costing more than the spin.  So it stays. */
 static void spin_for_job(dsp_t *dsp, uint64_t admitted_ns, uint64_t prev_end_ns) {
   uint64_t start = dsp_now_ns();
   uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
@@ -241,6 +237,7 @@ static void complete_batch(dsp_t *dsp, dsp_job_t *job) {
   dsp->last_done_ns = dsp_now_ns();
   dsp->poll_until_ns =
       dsp->last_done_ns + atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
+  dsp->completing = true;
   if (dsp->batch_begin) dsp->batch_begin(dsp->batch_data);
   for (; job; job = next) {
     next = job->next;
@@ -248,6 +245,7 @@ static void complete_batch(dsp_t *dsp, dsp_job_t *job) {
     job->complete(job);
   }
   if (dsp->batch_end) dsp->batch_end(dsp->batch_data);
+  dsp->completing = false;
 }
 
 /* Loop thread: run the completions of the finished jobs. */
@@ -279,13 +277,17 @@ static void stop_polling(dsp_t *dsp) {
   if (atomic_load(&dsp->ndone) > 0) complete_done(dsp);
 }
 
-/* Every loop iteration while polling: completions, without an eventfd. */
+/* Every loop iteration while polling: completions, without an eventfd;
+ * else a yield, as the device thread or the client may be waiting for
+ * this CPU.  Stopping the poll once a yield gave the CPU away was measured
+ * (two daemons alternating in one run): no change, as by then the
+ * client's request is there and the loop does not sleep. */
 static void on_poll(uv_idle_t *idle) {
   dsp_t *dsp = idle->data;
   if (atomic_load_explicit(&dsp->ndone, memory_order_relaxed) > 0)
     complete_done(dsp);
   else
-    sched_yield(); /* the device thread, or the client, may be waiting for this CPU */
+    sched_yield();
   if ((dsp->inflight == 0 && !dsp->poll_after_done) || dsp_now_ns() >= dsp->poll_until_ns)
     stop_polling(dsp);
 }
@@ -299,9 +301,17 @@ static void start_polling(dsp_t *dsp) {
   uv_idle_start(&dsp->poll_idle, on_poll);
 }
 
+static void on_turn(uv_check_t *check) { ((dsp_t *)check->data)->ran_this_turn = false; }
+
 static void free_on_close(uv_handle_t *handle) {
   dsp_t *dsp = handle->data;
   if (--dsp->open_handles == 0) free(dsp);
+}
+
+static void close_handles(dsp_t *dsp) {
+  uv_close((uv_handle_t *)&dsp->done_async, free_on_close);
+  uv_close((uv_handle_t *)&dsp->poll_idle, free_on_close);
+  uv_close((uv_handle_t *)&dsp->turn_check, free_on_close);
 }
 
 int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
@@ -330,27 +340,50 @@ int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp) {
   dsp->done_async.data = dsp;
   uv_idle_init(loop, &dsp->poll_idle);
   dsp->poll_idle.data = dsp;
-  dsp->open_handles = 2;
+  /* Runs after each turn's I/O; unreferenced, it keeps no loop alive and
+   * wakes no sleeping one. */
+  uv_check_init(loop, &dsp->turn_check);
+  dsp->turn_check.data = dsp;
+  uv_check_start(&dsp->turn_check, on_turn);
+  uv_unref((uv_handle_t *)&dsp->turn_check);
+  dsp->open_handles = 3;
   rc = quiet_thread_create(&dsp->thread, NULL, device_thread, dsp);
   if (rc != 0) {
     dspq_free(&dsp->queued);
-    uv_close((uv_handle_t *)&dsp->done_async, free_on_close);
-    uv_close((uv_handle_t *)&dsp->poll_idle, free_on_close);
+    close_handles(dsp);
     return -PTO_E_INTERNAL;
   }
   *ret_dsp = dsp;
   return 0;
 }
 
-/* Loop thread: take the device token if the device is free -- nothing
- * queued, running or still to complete, and not draining -- and the job
- * came after a gap (DSP_LOOP_RUN_GAP_FACTOR). */
-static bool take_device(dsp_t *dsp, uint64_t now) {
-  uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
+/* Loop thread: take the device token for a short job (run_on_loop) if
+ * the device is free -- nothing queued, running or still to complete, not
+ * draining -- and the loop has run no job yet this turn nor is running
+ * completions (a job submitted from one goes to the device thread: no run
+ * nests in another's completion).
+ *
+ * So a short job runs on the loop whenever the device is free, back to
+ * back as after idle, one a turn.  After idle the loop saves the device
+ * thread's wake-up and the uv_async back (bench_latency, noop after 20 ms:
+ * -25 to -45 %).  Back to back it saves the hand-off both ways, and one
+ * thread, the loop, polls for the client's next request where the device
+ * thread's spin ran beside it: two daemon threads spinning on 2 vCPUs kept
+ * the woken client off the CPU it needed to send that request, and the
+ * spins ran to their end.  Measured with two daemons in one run,
+ * alternating blocks of 2,000 noop(1), 8 blocks each, on the loaded 2-vCPU
+ * machine of the commit that made this rule (the device thread's path ->
+ * the loop's): raw client p50 42 -> 31 us, daemon CPU per dispatch 32 ->
+ * 28 us, preemptions and yields per dispatch 4.0 -> 1.7; libptoclient
+ * 31.5 -> 26.0 us, 48 -> 21 us CPU, 3.0 -> 0.95; a raw client that spins on
+ * its reads 27 -> 16 us, 2.8 -> 0.1; 4 blocking clients at once 10.7k ->
+ * 14.5k dispatches/s.  One a turn: requests read together (a pipelining
+ * client, several clients at once) go to the device thread after the
+ * first, so the loop reads and answers on while the device runs them, and
+ * a turn holds at most one short job's budget of device work. */
+static bool take_device(dsp_t *dsp) {
   bool free_now;
-  if (dsp->inflight || came_soon(now, dsp->last_done_ns, window ? window : DSP_DEFAULT_SPIN_NS,
-                                 DSP_LOOP_RUN_GAP_FACTOR))
-    return false;
+  if (dsp->inflight || dsp->ran_this_turn || dsp->completing) return false;
   pthread_mutex_lock(&dsp->lock);
   free_now = !dsp->queued.count && !dsp->running && !dsp->done.head && !dsp->draining &&
              !dsp->stopping;
@@ -365,13 +398,22 @@ static void give_device_back(dsp_t *dsp) {
   pthread_mutex_unlock(&dsp->lock);
 }
 
-/* Loop thread: a short job after a gap runs here, to completion, rather
- * than waking the device thread and being woken back (the two wake-ups
- * cost more than such a job).  False, with the job untouched, where it
- * takes today's path. */
+/* Loop thread: whether a client that waits for each answer sent the job
+ * admitted at `at` (nothing else in flight, soon after the last
+ * completions): then the loop polls on after its answer for the next one.
+ * A pipelining client keeps the loop busy anyway. */
+static bool waits_for_each_answer(const dsp_t *dsp, uint64_t at) {
+  uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
+  return dsp->inflight == 0 && came_soon(at, dsp->last_done_ns, window, DSP_POLL_GAP_FACTOR);
+}
+
+/* Loop thread: a short job runs here, to completion, rather than waking
+ * the device thread and being woken back, or the two threads spinning for
+ * each other (take_device says when and why).  False, with the
+ * job untouched, where it goes to the device thread. */
 static bool run_on_loop(dsp_t *dsp, dsp_job_t *job) {
   uint64_t now = dsp_now_ns();
-  if (!job->is_short || !take_device(dsp, now)) return false;
+  if (!job->is_short || !take_device(dsp)) return false;
   if (!job->is_short(job)) {
     give_device_back(dsp);
     return false;
@@ -381,9 +423,11 @@ static bool run_on_loop(dsp_t *dsp, dsp_job_t *job) {
   job->finished_ns = dsp_now_ns();
   give_device_back(dsp);
   job->next = NULL;
+  dsp->ran_this_turn = true;
+  dsp->poll_after_done = waits_for_each_answer(dsp, now);
   dsp->inflight++;
-  dsp->poll_after_done = false; /* it came after a gap */
   complete_batch(dsp, job);
+  if (dsp->poll_after_done) start_polling(dsp); /* for the client's next request */
   return true;
 }
 
@@ -406,12 +450,7 @@ static int admit(dsp_t *dsp, dsp_job_t *job, bool internal) {
    * otherwise run only to block on the lock still held here. */
   if (wake) pthread_cond_signal(&dsp->wake);
   if (rc == 0) {
-    uint64_t window = atomic_load_explicit(&dsp->spin_ns, memory_order_relaxed);
-    /* A client waiting for each answer (nothing else in flight): poll on
-     * after its answer.  A pipelining one keeps the loop busy anyway. */
-    dsp->poll_after_done =
-        dsp->inflight == 0 &&
-        came_soon(job->admitted_ns, dsp->last_done_ns, window, DSP_POLL_GAP_FACTOR);
+    dsp->poll_after_done = waits_for_each_answer(dsp, job->admitted_ns);
     dsp->inflight++;
     start_polling(dsp);
   }
@@ -522,6 +561,5 @@ void dsp_destroy(dsp_t *dsp) {
   pthread_cond_destroy(&dsp->wake);
   dspq_free(&dsp->queued);
   uv_idle_stop(&dsp->poll_idle);
-  uv_close((uv_handle_t *)&dsp->done_async, free_on_close);
-  uv_close((uv_handle_t *)&dsp->poll_idle, free_on_close);
+  close_handles(dsp);
 }

@@ -32,16 +32,18 @@
  * microseconds on a virtual machine; this keeps back-to-back dispatches
  * from paying it, and an idle daemon still uses no CPU.
  *
- * After a gap no hand-off at all: a job whose submitter says it is short
- * (is_short: its time is bounded, before it runs, within a budget of
+ * No hand-off where none is needed: a job whose submitter says it is
+ * short (is_short: its time is bounded, before it runs, within a budget of
  * about 100 us, from what the daemon knows -- never predicted from past
- * runs, which a client can follow with a slow one: jobs.h), submitted
- * when nothing is queued, running or waiting for its completion, and more
- * than a few spin windows after the last completion (so not back to
- * back), runs on the loop inside dsp_submit, completion included.  The
- * wake-up of the device thread and the uv_async back cost more than such
- * a job.  Back to back the device thread keeps it: its spin is cheaper
- * than the loop running jobs (issue 22).
+ * runs, which a client can follow with a slow one: jobs.h), submitted when
+ * nothing is queued, running or waiting for its completion, runs on the
+ * loop inside dsp_submit, completion included: after a gap, and back to
+ * back (a client that waits for each answer), where the hand-offs, or the
+ * two threads spinning for each other, cost more than such a job.  At most
+ * one a turn of the loop, and never from inside a completion: requests
+ * read together (a pipelining client, several clients) go to the device
+ * thread after the first, so the loop reads on while the device runs them
+ * (issue 22; dispatch.c's take_device has the measurements).
  *
  * Ownership: the DEVICE TOKEN.  Whoever holds it owns the device context
  * (ptod_t.device: the runtime, buffers, staging, ...) and is the only one
@@ -105,7 +107,7 @@ typedef struct dsp dsp_t;
 int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp);
 
 /* Admit a job, or run it on the loop now (its completion called before
- * this returns) when it is short and comes after a gap.  Returns 0,
+ * this returns) when it is short and the device is free (above).  Returns 0,
  * -PTO_E_BUSY when the queue is full, or
  * -PTO_E_SHUTTING_DOWN when draining; on error the job is untouched and its
  * callbacks are never called. */

@@ -483,27 +483,66 @@ long bench_rss_kib(pid_t pid) {
   return kib;
 }
 
-uint64_t bench_cpu_ns(pid_t pid) {
+/* Calls each(path of a thread's directory, sum) for every thread of pid;
+ * false when the process is gone. */
+static bool for_each_thread(pid_t pid, void (*each)(const char *dir, uint64_t *sum),
+                            uint64_t *sum) {
   char path[128];
-  uint64_t total = 0;
   struct dirent *e;
   DIR *dir;
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
   dir = opendir(path);
-  if (!dir) return 0;
+  if (!dir) return false;
   while ((e = readdir(dir))) {
-    char file[300];
-    unsigned long long run = 0;
-    FILE *f;
+    char task[128 + sizeof e->d_name + 1];
     if (e->d_name[0] == '.') continue;
-    snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", (int)pid, e->d_name);
-    f = fopen(file, "r");
-    if (!f) continue;
-    if (fscanf(f, "%llu", &run) == 1) total += run;
-    fclose(f);
+    snprintf(task, sizeof task, "%s/%s", path, e->d_name);
+    each(task, sum);
   }
   closedir(dir);
+  return true;
+}
+
+/* Room for a thread's directory (for_each_thread) and a file name in it. */
+#define TASK_FILE_MAX (128 + 256 + 1 + 16)
+
+static void add_run_ns(const char *task, uint64_t *sum) {
+  char file[TASK_FILE_MAX];
+  unsigned long long run = 0;
+  FILE *f;
+  snprintf(file, sizeof file, "%s/schedstat", task);
+  f = fopen(file, "r");
+  if (!f) return;
+  if (fscanf(f, "%llu", &run) == 1) *sum += run;
+  fclose(f);
+}
+
+uint64_t bench_cpu_ns(pid_t pid) {
+  uint64_t total = 0;
+  for_each_thread(pid, add_run_ns, &total);
   return total;
+}
+
+/* sum[0] voluntary, sum[1] nonvoluntary. */
+static void add_switches(const char *task, uint64_t *sum) {
+  char file[TASK_FILE_MAX], line[128];
+  FILE *f;
+  snprintf(file, sizeof file, "%s/status", task);
+  f = fopen(file, "r");
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long n;
+    if (sscanf(line, "voluntary_ctxt_switches: %llu", &n) == 1) sum[0] += n;
+    if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &n) == 1) sum[1] += n;
+  }
+  fclose(f);
+}
+
+void bench_switches(pid_t pid, uint64_t *ret_voluntary, uint64_t *ret_nonvoluntary) {
+  uint64_t sum[2] = {0, 0};
+  for_each_thread(pid, add_switches, sum);
+  *ret_voluntary = sum[0];
+  *ret_nonvoluntary = sum[1];
 }
 
 long bench_minflt(pid_t pid) {

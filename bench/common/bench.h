@@ -127,6 +127,12 @@ long bench_rss_kib(pid_t pid);
 /* CPU time used so far by every thread of a process, in ns (schedstat:
  * ns resolution), or 0 when it cannot be read. */
 uint64_t bench_cpu_ns(pid_t pid);
+/* Context switches so far of every thread of a process
+ * (/proc/PID/task/TID/status): voluntary ones (it slept: a wake-up to come)
+ * and nonvoluntary ones (it was preempted, or yielded to a runnable
+ * thread); 0 when they cannot be read.  Counts, independent of the
+ * machine's speed. */
+void bench_switches(pid_t pid, uint64_t *ret_voluntary, uint64_t *ret_nonvoluntary);
 /* Minor page faults so far of a process (/proc/PID/stat), or -1; of this
  * process (getrusage). */
 long bench_minflt(pid_t pid);

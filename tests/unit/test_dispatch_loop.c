@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_dispatch_loop — the dispatcher's run on the loop (dispatch.h): a
- * short job after a gap with the device free runs inside dsp_submit on the
- * loop, completion included; a job that is not short, one submitted while
- * another is in flight, and one submitted back to back go to the device
+ * short job with the device free runs inside dsp_submit on the loop,
+ * completion included, after a gap as back to back; a job that is not
+ * short, one submitted while another is in flight, the second of one turn
+ * of the loop and one submitted from a completion go to the device
  * thread; a job run on the loop is still dropped past its deadline; a
  * draining dispatcher refuses it. */
 #include <check.h>
@@ -63,28 +64,41 @@ static void idle_a_while(void) {
   nanosleep(&ts, NULL);
 }
 
+/* Submit a short job: it runs and completes inside dsp_submit, on this
+ * thread. */
+static void runs_on_the_loop(dsp_t *dsp, test_job_t *t) {
+  init_job(t, dsp, true);
+  ck_assert_int_eq(dsp_submit(dsp, &t->job), 0);
+  ck_assert(t->completed && t->ran);
+  ck_assert_int_eq(t->job.outcome, DSP_RAN);
+  ck_assert(pthread_equal(t->ran_on, pthread_self()));
+}
+
+/* One turn of the loop, as between two reads of a client's requests. */
+static void next_turn(uv_loop_t *loop) { uv_run(loop, UV_RUN_NOWAIT); }
+
 static void destroy(uv_loop_t *loop, dsp_t *dsp) {
   dsp_destroy(dsp);
   uv_run(loop, UV_RUN_DEFAULT);
   ck_assert_int_eq(uv_loop_close(loop), 0);
 }
 
-START_TEST(short_job_after_a_gap_runs_on_the_loop) {
+/* After a gap, and back to back: a client that sends its next request as
+ * soon as it has the answer, in the next turn of the loop, well within the
+ * widest spin window (10 ms). */
+START_TEST(short_job_with_the_device_free_runs_on_the_loop) {
   uv_loop_t loop;
   dsp_t *dsp;
-  test_job_t first, second;
+  test_job_t first, after_gap, back_to_back;
   uv_loop_init(&loop);
   ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
-  init_job(&first, dsp, true);
-  ck_assert_int_eq(dsp_submit(dsp, &first.job), 0);
-  /* Run and completed before dsp_submit returned, on this thread. */
-  ck_assert(first.completed && first.ran);
-  ck_assert_int_eq(first.job.outcome, DSP_RAN);
-  ck_assert(pthread_equal(first.ran_on, pthread_self()));
+  runs_on_the_loop(dsp, &first);
   idle_a_while();
-  init_job(&second, dsp, true);
-  ck_assert_int_eq(dsp_submit(dsp, &second.job), 0);
-  ck_assert(second.completed && pthread_equal(second.ran_on, pthread_self()));
+  next_turn(&loop);
+  runs_on_the_loop(dsp, &after_gap);
+  dsp_set_spin_us(dsp, DSP_MAX_SPIN_US);
+  next_turn(&loop);
+  runs_on_the_loop(dsp, &back_to_back);
   destroy(&loop, dsp);
 }
 END_TEST
@@ -134,19 +148,38 @@ START_TEST(short_job_waits_behind_a_running_one) {
 }
 END_TEST
 
-/* Submitted from the previous job's completion, microseconds after it:
- * back to back, within the gap of the widest spin window (10 ms). */
-START_TEST(back_to_back_short_job_goes_to_the_device_thread) {
+/* Requests read together (a pipelining client): the loop runs the first
+ * and hands the next to the device thread. */
+START_TEST(second_short_job_of_a_turn_goes_to_the_device_thread) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  test_job_t first, second;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  runs_on_the_loop(dsp, &first);
+  init_job(&second, dsp, true);
+  ck_assert_int_eq(dsp_submit(dsp, &second.job), 0);
+  ck_assert(!second.completed); /* its completion comes back through the loop */
+  wait_completed(&loop, &second);
+  ck_assert(second.ran && !pthread_equal(second.ran_on, pthread_self()));
+  destroy(&loop, dsp);
+}
+END_TEST
+
+/* Submitted from the completion of a job the loop ran: it waits for the
+ * device thread rather than running inside that completion. */
+START_TEST(short_job_submitted_from_a_completion_goes_to_the_device_thread) {
   uv_loop_t loop;
   dsp_t *dsp;
   test_job_t first, next;
   uv_loop_init(&loop);
   ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
-  dsp_set_spin_us(dsp, DSP_MAX_SPIN_US);
-  init_job(&first, dsp, false);
+  init_job(&first, dsp, true);
   init_job(&next, dsp, true);
   first.then = &next;
   ck_assert_int_eq(dsp_submit(dsp, &first.job), 0);
+  ck_assert(first.completed && pthread_equal(first.ran_on, pthread_self()));
+  ck_assert(!next.completed);
   wait_completed(&loop, &next);
   ck_assert(!pthread_equal(next.ran_on, pthread_self()));
   destroy(&loop, dsp);
@@ -185,10 +218,11 @@ END_TEST
 static Suite *dispatch_loop_suite(void) {
   Suite *s = suite_create("dispatch_loop");
   TCase *tc = tcase_create("dispatch_loop");
-  tcase_add_test(tc, short_job_after_a_gap_runs_on_the_loop);
+  tcase_add_test(tc, short_job_with_the_device_free_runs_on_the_loop);
   tcase_add_test(tc, long_or_unmarked_job_goes_to_the_device_thread);
   tcase_add_test(tc, short_job_waits_behind_a_running_one);
-  tcase_add_test(tc, back_to_back_short_job_goes_to_the_device_thread);
+  tcase_add_test(tc, second_short_job_of_a_turn_goes_to_the_device_thread);
+  tcase_add_test(tc, short_job_submitted_from_a_completion_goes_to_the_device_thread);
   tcase_add_test(tc, expired_short_job_is_not_run_on_the_loop);
   tcase_add_test(tc, draining_refuses_a_short_job);
   suite_add_tcase(s, tc);
