@@ -118,8 +118,8 @@ typedef struct method_row {
   int (*admit)(const req_t *req, pto_error_t *err); /* ON_DEVICE */
   int (*regions)(req_t *req, shm_table_t *shm, pto_error_t *err);
   void (*run)(req_t *req); /* ON_DEVICE, by the device token's holder */
-  /* ON_DEVICE: whether this request may run on the loop after a gap
-   * (dispatch.h, jobs.h); NULL: never. */
+  /* ON_DEVICE: whether this request may run on the loop when the device
+   * is free (dispatch.h, jobs.h); NULL: never. */
   bool (*is_short)(const req_t *req);
   /* A dispatch: runs a program (looked up at admission, its outcome
    * counted per program), may have a deadline and DFX artefacts. */
@@ -153,8 +153,8 @@ static void shutting_down(req_t *req, pto_error_t *err) {
 static void give_back(void *area) { staging_give_back(area); }
 
 /* The device token's holder (dispatch.h: the device thread, or the loop
- * for a short job after a gap): the method's device handler encodes the
- * response. */
+ * for a short job with the device free): the method's device handler
+ * encodes the response. */
 static void run_on_device(dsp_job_t *job) {
   req_t *req = (req_t *)job;
   row_of(req)->run(req);
