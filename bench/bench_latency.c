@@ -389,6 +389,17 @@ static void baseline_figures(const run_t *x, int reps) {
   bench_figure("latency.pingpong_block.peer_cpu", med(peer_cpu, reps), "us",
                "the blocking ping-pong peer's CPU time per round trip: serving one request at a "
                "time with nothing but its read and write (the floor under daemon_cpu_per_dispatch)");
+  /* The floors of client_vs_spin and client_vs_zmq_b2b for a client that
+   * blocks for its answer (libptoclient, ZeroMQ's REQ): a ping-pong that
+   * does nothing else. */
+  bench_figure("latency.pingpong_block_vs_spin.p50",
+               med_ratio(series[K_PP_BLOCK].p50, series[K_PP_SPIN].p50, reps), "x",
+               "blocking ping-pong / spinning ping-pong, same rep: the lowest client_vs_spin a "
+               "client that blocks for its answer can reach");
+  bench_figure("latency.pingpong_block_vs_zmq_b2b.p50",
+               med_ratio(series[K_PP_BLOCK].p50, series[K_ZMQ_B2B].p50, reps), "x",
+               "blocking ping-pong / ZeroMQ REQ/REP back to back, same rep: the lowest "
+               "client_vs_zmq_b2b a client that blocks for its answer can reach");
 }
 
 /* The ratios each daemon's figures end with: series a (a daemon's) over
@@ -407,6 +418,8 @@ static const ratio_t ratios[] = {
      "libptoclient dispatch back to back / spinning ping-pong, same rep"},
     {"b2b_vs_block", K_RAW_B2B, K_PP_BLOCK, false,
      "raw dispatch back to back / blocking ping-pong, same rep"},
+    {"client_vs_block", K_CLIENT, K_PP_BLOCK, false,
+     "libptoclient dispatch back to back / blocking ping-pong, same rep"},
     {"idle20_vs_block", K_RAW_IDLE20, K_PP_IDLE20, false,
      "raw dispatch after 20 ms idle / blocking ping-pong after 20 ms idle, interleaved"},
     {"idle2_vs_block", K_RAW_IDLE2, K_PP_IDLE2, false,

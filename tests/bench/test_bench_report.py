@@ -70,7 +70,7 @@ class BenchReport(unittest.TestCase):
                     "isolation": "Isolation (bench/isolation.py)",
                     "newbench": "newbench"}
         figures = [l.split() for l in self.sample.splitlines() if l.startswith("FIGURE ")]
-        self.assertEqual(len(figures), 8)
+        self.assertEqual(len(figures), 9)
         for _, key, value, unit, *_ in figures:
             rows = table_rows(self.text, sections[key.split(".")[0]])
             match = [r for r in rows if r[0] == "`%s`" % key]
@@ -95,19 +95,26 @@ class BenchReport(unittest.TestCase):
 
     def test_verdicts_follow_the_limits(self):
         self.assertEqual(target_row(self.text, "latency.spin50.idle20_vs_block.p50")[3:],
-                         ["2", "<= 2", "met"])  # on the limit
-        self.assertEqual(target_row(self.text, "latency.spin50.client_vs_spin.p50")[3:],
+                         ["2", "<= 2", "met", ""])  # on the limit
+        self.assertEqual(target_row(self.text, "latency.spin50.client_vs_spin.p50")[3:6],
                          ["3.5", "<= 3", "missed"])
         self.assertEqual(target_row(self.text, "instructions.noop.per_dispatch")[3:],
-                         ["14999.5", "<= 15000", "met"])
-        self.assertEqual(target_row(self.text, "latency.spin50.client_vs_zmq_b2b.p50")[3:],
+                         ["14999.5", "<= 15000", "met", ""])
+        self.assertEqual(target_row(self.text, "latency.spin50.client_vs_zmq_b2b.p50")[3:6],
                          ["nan", "<= 0.2", "missed"])
+
+    def test_a_missed_target_shows_the_floor_under_it(self):
+        # The same run's figures that measure what no change of ptod can
+        # go below; "missing" where the run has none, never a number.
+        self.assertEqual(target_row(self.text, "latency.spin50.client_vs_spin.p50")[6],
+                         "`latency.pingpong_block_vs_spin.p50` 2.8; "
+                         "`latency.spin50.client_vs_block.p50` missing")
 
     def test_isolation_targets_come_with_their_limits(self):
         self.assertEqual(target_row(self.text, "isolation.pipelined_pings.rss")[3:],
-                         ["40960 KiB", "<= 32768 KiB", "missed"])
+                         ["40960 KiB", "<= 32768 KiB", "missed", ""])
         self.assertEqual(target_row(self.text, "isolation.pipelined_pings.honest_p99")[3:],
-                         ["3.2 ms", "<= 20 ms", "met"])
+                         ["3.2 ms", "<= 20 ms", "met", ""])
 
     def test_a_run_without_isolation_shows_its_targets_missing(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
@@ -116,7 +123,7 @@ class BenchReport(unittest.TestCase):
             f.flush()
             p = run_report(f.name)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(target_row(p.stdout, "isolation.*")[3:], ["missing", "", "missing"])
+        self.assertEqual(target_row(p.stdout, "isolation.*")[3:], ["missing", "", "missing", ""])
 
     def test_an_empty_run_has_every_target_missing(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
