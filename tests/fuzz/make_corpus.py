@@ -389,6 +389,8 @@ def seeds_server():
     out["reload-fail-close"] = (roomy + connect + connect + write(0, ping * 2) + run
                                 + b"\x08\x03" + u16(16) + b"\x07\x00" + u16(0) + b"\x07\x81" + u16(0)
                                 + run + answer(0, 0) + answer(0, 0) + run)
+    # max_clients byte 0xff: the server is closed after the input, and made again.
+    out["teardown"] = roomy[:-1] + b"\xff" + connect + write(0, ping) + run + answer(0x10, 4) + run + read(0)
     out["corked"] = roomy + connect + write(0, ping * 4) + run + answer(0xd0, 30) * 2 + run + read(0)
     return out
 
