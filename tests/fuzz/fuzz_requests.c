@@ -20,10 +20,7 @@
  * from its input alone.  Only counters (metrics, ids) go on.
  *
  * Input: [max_pending] then steps [len u16] bytes [fd]: a piece of the
- * stream (sent with one memfd of fd * 4 KiB when fd is odd).  A first byte
- * of 0xff (max_pending 64) also takes the daemon apart after the client
- * left, with the buffers and arena it left, and builds it again, so its
- * teardown is fuzzed too (one input in 256 pays for a daemon).
+ * stream (sent with one memfd of fd * 4 KiB when fd is odd).
  *
  * Checked ("every request gets exactly one response", docs/reliability.md):
  *   - what the client reads is whole msgpack-RPC responses and
@@ -390,15 +387,12 @@ static void free_buffers(void) {
 }
 
 /* Take away what the input left (see the top of this file): its buffers
- * freed; the daemon built afresh when it still differs from a fresh one,
- * or at once, with what the input left, when it asks to be (teardown). */
-static void reset(const kept_t *fresh, bool teardown) {
+ * freed; the daemon built afresh when it still differs from a fresh one. */
+static void reset(const kept_t *fresh) {
   kept_t now;
-  if (!teardown) {
-    free_buffers();
-    now = kept_now();
-    if (kept_same(&now, fresh)) return;
-  }
+  free_buffers();
+  now = kept_now();
+  if (kept_same(&now, fresh)) return;
   stop();
   start();
 }
@@ -411,7 +405,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bytes_t sent = {0}, got = {0};
   size_t npieces = 0, nfds = 0;
   unsigned handles;
-  uint8_t first;
   if (!s.d) {
     setup_once();
     start();
@@ -422,8 +415,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   fuzz_fds_open(before);
   handles = fuzz_loop_handles(&s.loop);
-  first = fuzz_u8(&in);
-  set_max_pending(1 + first % 64u);
+  set_max_pending(1 + fuzz_u8(&in) % 64u);
   while (in.left > 0 && npieces < 256) {
     piece_t *k = &pieces[npieces++];
     uint8_t pages;
@@ -447,6 +439,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_released(handles);
   fuzz_closer_drain();
   fuzz_fds_check(before);
-  reset(&fresh, first == 0xff);
+  reset(&fresh);
   return 0;
 }

@@ -486,10 +486,9 @@ def seeds_requests():
     out["bad-then-stop"] = b"\x10" + piece(request(1, "ping") + request(2, "nosuch") + b"\xc1"
                                            + request(3, "ping"))
     out["split"] = b"\x01" + piece(request(7, "ping")[:3]) + piece(request(7, "ping")[3:])
-    # First byte 0xff: the daemon is taken apart after the client left,
-    # with the buffer it left, and built again.
-    out["teardown"] = b"\xff" + piece(request(1, "buffer.alloc", {"name": "kept", "bytes": 4096})
-                                      + request(2, "ping"))
+    # A buffer left behind: the harness frees it before the next input.
+    out["buffer-left"] = b"\x01" + piece(request(1, "buffer.alloc", {"name": "kept", "bytes": 4096})
+                                         + request(2, "ping"))
     out["not-requests"] = b"\x04" + piece(pack([2, "ping", []]) + pack([1, 9, None, None])
                                           + pack([0, -1, "ping", []]))
     return out
