@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -175,8 +176,13 @@ static inline const uint8_t *fuzz_bytes(fuzz_in_t *in, size_t n, size_t *ret_len
  * a library opens once per process (libuv's signal pipe) is in `before`. */
 #define FUZZ_FD_SCAN 128
 
+/* One poll() for the whole range (POLLNVAL: not open), not a fcntl() per
+ * fd: 256 system calls an input were a quarter of fuzz_requests' time. */
 static inline void fuzz_fds_open(bool open[FUZZ_FD_SCAN]) {
-  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) open[fd] = fcntl(fd, F_GETFD) >= 0;
+  struct pollfd p[FUZZ_FD_SCAN];
+  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) p[fd] = (struct pollfd){.fd = fd};
+  FUZZ_CHECK(poll(p, FUZZ_FD_SCAN, 0) >= 0, "poll: %s", strerror(errno));
+  for (int fd = 0; fd < FUZZ_FD_SCAN; fd++) open[fd] = !(p[fd].revents & POLLNVAL);
 }
 
 static inline void fuzz_fds_check(const bool before[FUZZ_FD_SCAN]) {

@@ -3,9 +3,21 @@
  * methods) behind the real server, in process: a daemon of the sim device
  * (its runtime, device thread and buffers; a programs directory with no
  * program, so a dispatch stops at admission) on a libuv loop, and one
- * client that sends the input's bytes, in pieces, some with a sealed memfd
- * attached, then shuts down its side and reads every answer until the
- * daemon closes.
+ * client per input that sends the input's bytes, in pieces, some with a
+ * sealed memfd attached, then shuts down its side and reads every answer
+ * until the daemon closes.
+ *
+ * One daemon serves every input of the process (building one per input
+ * cost 13 ms: a device thread, its memory, a socket).  What an input
+ * leaves in it is taken away through the daemon's own paths before the
+ * next: the connection closes (its shm regions, parked fds and answers go
+ * with it), the resident buffers it made are freed by `buffer.free`
+ * requests, and max_pending is set per input as a reload sets it.  What is
+ * left must then be what a fresh daemon holds (no buffer, arena, staging
+ * area, prewarmed sizing, shm region, loop handle or fd of the input);
+ * when it is not (a `prewarm` built an arena), the daemon is built afresh.
+ * So each input meets the daemon as a fresh one, and a finding replays
+ * from its input alone.  Only counters (metrics, ids) go on.
  *
  * Input: [max_pending] then steps [len u16] bytes [fd]: a piece of the
  * stream (sent with one memfd of fd * 4 KiB when fd is odd).
@@ -18,7 +30,7 @@
  *     gets exactly one response with its msgid, whatever it asked; at most
  *     one response more (the fatal error's) comes;
  *   - after the client left: no input or output bytes held, every loop
- *     handle closed, no fd of the input left open.
+ *     handle the input opened closed, no fd of the input left open.
  */
 #define _GNU_SOURCE 1 /* memfd_create, F_ADD_SEALS */
 #include <fcntl.h>
@@ -30,6 +42,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
+#include "fuzz_loop.h"
 #include "log.h"
 #include "ptod.h"
 #include "request.h"
@@ -44,11 +57,14 @@ static struct {
   uv_loop_t loop;
   ptod_t *d;
   uint32_t asked[MAX_IDS], answered[MAX_IDS];
+  int codes[MAX_IDS]; /* answered[i]'s error code, 0 for a result */
+  int err_code;       /* next_message's, for a response */
   size_t nasked, nanswered, extra;
 } s;
 
 static void setup_once(void) {
   log_set_level(LOG_ERR);
+  (void)fuzz_outcomes(); /* its fd is the process's, not an input's */
   signal(SIGPIPE, SIG_IGN); /* as ptod.c */
   snprintf(s.dir, sizeof s.dir, "/tmp/fuzz_requests-XXXXXX");
   FUZZ_CHECK(mkdtemp(s.dir), "mkdtemp: %s", strerror(errno));
@@ -57,7 +73,7 @@ static void setup_once(void) {
   FUZZ_CHECK(mkdir(s.programs, 0700) == 0, "mkdir: %s", strerror(errno));
 }
 
-static void start(uint32_t max_pending) {
+static void start(void) {
   pto_error_t err;
   pto_sizing_t env;
   cfg_t cfg;
@@ -76,7 +92,7 @@ static void start(uint32_t max_pending) {
   cfg.daemon.max_clients = 4;
   cfg.daemon.max_message = MAX_MESSAGE;
   cfg.daemon.max_objects = MAX_OBJECTS;
-  cfg.daemon.max_pending = max_pending;
+  cfg.daemon.max_pending = 1; /* each input sets its own: set_max_pending */
   cfg.daemon.input_limit = 4u << 20;
   cfg.daemon.clients_memory = 64u << 20;
   cfg.daemon.output_limit = 64u << 20; /* an 8 MiB buffer.read fits: nothing is cut unanswered */
@@ -88,15 +104,57 @@ static void start(uint32_t max_pending) {
   atomic_store(&s.d->state, PTOD_READY);
 }
 
-static void stop(void) {
-  ptod_t *d = s.d;
+/* max_pending for the next client, as a reload sets it (ptod.c's
+ * apply_server): the running configuration, then the server's options. */
+static void set_max_pending(uint32_t max_pending) {
+  srv_options_t so;
+  s.d->loop.cfg.daemon.max_pending = max_pending;
+  ptod_server_options(&s.d->loop.cfg, &so);
+  srv_update_options(s.d->loop.srv, &so);
+}
+
+/* Nothing of the input's client held: no input or output bytes, no shm
+ * region, no loop handle or fd more than before it. */
+static void check_released(unsigned handles_before) {
   srv_memory_t mem;
-  srv_memory(d->loop.srv, &mem);
+  fuzz_loop_settle(&s.loop, handles_before);
+  srv_memory(s.d->loop.srv, &mem);
   FUZZ_CHECK(mem.input == 0 && mem.output == 0, "%llu bytes of input and %llu of output held "
              "after the client left", (unsigned long long)mem.input,
              (unsigned long long)mem.output);
-  ptod_destroy(d);
+  FUZZ_CHECK(s.d->loop.shm_totals.regions == 0 && s.d->loop.shm_totals.bytes == 0,
+             "%llu shm regions (%llu bytes) left after the client left",
+             (unsigned long long)s.d->loop.shm_totals.regions,
+             (unsigned long long)s.d->loop.shm_totals.bytes);
+}
+
+static void stop(void) {
+  ptod_destroy(s.d);
+  s.d = NULL;
   FUZZ_CHECK(uv_loop_close(&s.loop) == 0, "a loop handle is still open");
+}
+
+/* What a daemon holds between clients that changes how it serves the next
+ * one: the device account (resident buffers, arena, staging area) and the
+ * prewarmed sizing. */
+typedef struct kept {
+  uint64_t arena, buffers, staging, prewarm_key;
+} kept_t;
+
+static kept_t kept_now(void) {
+  buf_memory_t m;
+  kept_t k;
+  buf_memory(s.d->device.buffers, &m);
+  k = (kept_t){m.arena, m.buffers, m.staging, 0};
+  pthread_mutex_lock(&s.d->device.prewarm.lock);
+  k.prewarm_key = s.d->device.prewarm.key;
+  pthread_mutex_unlock(&s.d->device.prewarm.lock);
+  return k;
+}
+
+static bool kept_same(const kept_t *a, const kept_t *b) {
+  return a->arena == b->arena && a->buffers == b->buffers && a->staging == b->staging &&
+         a->prewarm_key == b->prewarm_key;
 }
 
 /* The message at the front of [p, p + len) as a reader limited to
@@ -113,6 +171,12 @@ static int next_message(const uint8_t *p, size_t len, uint64_t max_message, uint
   if (proto_reader_feed(&r, p, len, ret_n, &err) != 1) return 0;
   msgpack_unpacked_init(&up);
   *ret_rc = proto_decode((const char *)p, *ret_n, &up, env, &err);
+  if (*ret_rc == 0 && env->type == PROTO_MSG_RESPONSE && env->error) {
+    proto_error_decode(env->error, &err);
+    s.err_code = err.code;
+  } else {
+    s.err_code = 0;
+  }
   msgpack_unpacked_destroy(&up);
   return 1;
 }
@@ -143,9 +207,31 @@ static void answers(const uint8_t *data, size_t len) {
     FUZZ_CHECK(env.type != PROTO_MSG_REQUEST, "the daemon sent a request");
     if (env.type == PROTO_MSG_RESPONSE) {
       FUZZ_CHECK(s.nanswered < MAX_IDS, "too many responses");
+      s.codes[s.nanswered] = s.err_code;
       s.answered[s.nanswered++] = env.msgid;
     }
   }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The input's outcome (fuzz_outcomes): the bytes it sent and the
+ * responses it got, msgid:code (0: a result) in msgid order. */
+static void record_outcome(size_t sent) {
+  static uint64_t pairs[MAX_IDS];
+  FILE *f = fuzz_outcomes();
+  if (!f) return;
+  for (size_t i = 0; i < s.nanswered; i++)
+    pairs[i] = (uint64_t)s.answered[i] << 32 | (uint32_t)s.codes[i];
+  qsort(pairs, s.nanswered, sizeof pairs[0], cmp_u64);
+  fprintf(f, "sent %zu:", sent);
+  for (size_t i = 0; i < s.nanswered; i++)
+    fprintf(f, " %u:%d", (unsigned)(pairs[i] >> 32), (int)(uint32_t)pairs[i]);
+  fprintf(f, "\n");
+  fflush(f);
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -269,23 +355,67 @@ static void converse(piece_t *pieces, size_t npieces, bytes_t *sent, bytes_t *go
   while (srv_client_count(s.d->loop.srv) > 0) uv_run(&s.loop, UV_RUN_ONCE);
 }
 
+/* Free every resident buffer the input left, as a client would: one
+ * `buffer.free` request for each, on a connection of its own. */
+static void free_buffers(void) {
+  buf_info_t *infos;
+  size_t n;
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  bytes_t sent = {0}, got = {0};
+  piece_t all;
+  FUZZ_CHECK(buf_list(s.d->device.buffers, &infos, &n) == 0, "buf_list: no memory");
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(infos[i].name);
+    msgpack_pack_array(&pk, 4);
+    msgpack_pack_uint32(&pk, 0);
+    msgpack_pack_uint32(&pk, (uint32_t)i);
+    msgpack_pack_str_with_body(&pk, "buffer.free", strlen("buffer.free"));
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "name", 4);
+    msgpack_pack_str_with_body(&pk, infos[i].name, len);
+  }
+  free(infos);
+  all = (piece_t){(const uint8_t *)sb.data, sb.size, 0, 0};
+  if (n) converse(&all, 1, &sent, &got);
+  msgpack_sbuffer_destroy(&sb);
+  free(sent.p);
+  free(got.p);
+}
+
+/* Take away what the input left (see the top of this file): its buffers
+ * freed; the daemon built afresh when it still differs from a fresh one. */
+static void reset(const kept_t *fresh) {
+  kept_t now;
+  free_buffers();
+  now = kept_now();
+  if (kept_same(&now, fresh)) return;
+  stop();
+  start();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static piece_t pieces[256];
-  static bool once;
+  static kept_t fresh;
   bool before[FUZZ_FD_SCAN];
   fuzz_in_t in = {data, size};
   bytes_t sent = {0}, got = {0};
   size_t npieces = 0, nfds = 0;
-  uint32_t max_pending;
-  if (!once) {
+  unsigned handles;
+  if (!s.d) {
     setup_once();
-    once = true;
-    start(1); /* one empty run first: what is opened once per process stays */
+    start();
+    /* one empty client first: what is opened once per process stays */
     converse(pieces, 0, &sent, &got);
-    stop();
+    fuzz_closer_drain();
+    fresh = kept_now();
   }
   fuzz_fds_open(before);
-  max_pending = 1 + fuzz_u8(&in) % 64;
+  handles = fuzz_loop_handles(&s.loop);
+  set_max_pending(1 + fuzz_u8(&in) % 64u);
   while (in.left > 0 && npieces < 256) {
     piece_t *k = &pieces[npieces++];
     uint8_t pages;
@@ -299,14 +429,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!k->len) npieces--;
   }
   s.nasked = s.nanswered = 0;
-  start(max_pending);
   converse(pieces, npieces, &sent, &got);
   expect(sent.p, sent.len);
   answers(got.p, got.len);
+  record_outcome(sent.len);
   check_answers();
-  stop();
   free(sent.p);
   free(got.p);
+  check_released(handles);
+  fuzz_closer_drain();
   fuzz_fds_check(before);
+  reset(&fresh);
   return 0;
 }

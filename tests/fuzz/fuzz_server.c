@@ -30,8 +30,15 @@
  *     and `together` is how many came on that sendmsg;
  *   - every srv_owner_t's done runs exactly once;
  *   - once the clients are gone and every message is done, the server holds
- *     no input or output bytes, no fd of the input is left open, and after
+ *     no input or output bytes and no parked fd, no fd of the input is left
+ *     open, the loop has the handles it had before the input, and after
  *     srv_close every loop handle is closed (uv_loop_close).
+ *
+ * One loop and one server serve every input of the process.  An input
+ * sets its limits as a reload does, makes the server accept again if the
+ * last one drained it, and leaves it as it found it (every connection
+ * closed, nothing held).  A max_clients byte of 0xff also closes server
+ * and loop after the input (srv_close), so their closing is fuzzed too.
  */
 #define _GNU_SOURCE 1 /* memfd_create */
 #include <fcntl.h>
@@ -45,8 +52,8 @@
 
 #include <uv.h>
 
-#include "closer.h"
 #include "fuzz_common.h"
+#include "fuzz_loop.h"
 #include "log.h"
 #include "server.h"
 
@@ -95,12 +102,14 @@ static struct {
   int owners; /* srv_owner_t given and not done */
   unsigned delivered; /* messages handed on in this input */
   uint32_t seq;
+  uint64_t id_base; /* connections of earlier inputs: this input's first is id_base + 1 */
+  bool teardown;    /* close the server after this input (max_clients byte 0xff) */
 } s;
 
 /* ---- the service's side ------------------------------------------------------- */
 
 static client_t *client_of(srv_conn_t *conn) {
-  uint64_t id = srv_conn_id(conn);
+  uint64_t id = srv_conn_id(conn) - s.id_base;
   FUZZ_CHECK(id >= 1 && id <= (uint64_t)s.nconnects, "connection id %llu of %d connects",
              (unsigned long long)id, s.nconnects);
   return &s.clients[id - 1];
@@ -343,16 +352,17 @@ static void client_close(client_t *c) {
 
 /* [0, id, "ping", [bin of n bytes]]: a message of any size, made here. */
 static void client_send_big(client_t *c, uint32_t n) {
+  /* One zeroed buffer, its header written each time: a calloc of up to
+   * 160 KiB per message was a fifth of the harness's time under ASan. */
+  static uint8_t m[14 + 160u * 1024];
   size_t len = 14 + (size_t)n;
-  uint8_t *m = calloc(1, len);
   ssize_t w;
-  FUZZ_CHECK(m, "no memory");
+  FUZZ_CHECK(len <= sizeof m, "a message of %zu bytes", len);
   memcpy(m, "\x94\x00\x01\xa4ping\x91\xc6", 10);
   m[10] = (uint8_t)(n >> 24), m[11] = (uint8_t)(n >> 16), m[12] = (uint8_t)(n >> 8);
   m[13] = (uint8_t)n;
   w = room(c, len) ? send(c->fd, m, room(c, len), MSG_NOSIGNAL) : 0;
   record_written(c, m, w);
-  free(m);
 }
 
 /* ---- the script ---------------------------------------------------------------- */
@@ -450,14 +460,25 @@ static void step(fuzz_in_t *in) {
 
 /* ---- one input ----------------------------------------------------------------- */
 
-static void start(fuzz_in_t *in) {
+/* The loop and the server every input shares, made with the options of
+ * the last start() (or none: each input sets its own). */
+static void open_server(void) {
   srv_handlers_t h = {on_message, on_close, on_fatal, NULL};
   pto_error_t err;
+  s.opts.socket_path = s.path;
+  s.opts.socket_mode = 0600;
+  s.opts.socket_gid = (gid_t)-1;
+  FUZZ_CHECK(uv_loop_init(&s.loop) == 0, "uv_loop_init");
+  FUZZ_CHECK(srv_create(&s.loop, &s.opts, &h, &s.srv, &err) == 0, "the server did not start: %s",
+             err.message);
+}
+
+/* The input's limits, set as a reload sets them, and the server accepting
+ * (again, if the last input drained it). */
+static void start(fuzz_in_t *in) {
+  pto_error_t err;
   srv_options_t *o = &s.opts;
-  memset(o, 0, sizeof *o);
-  o->socket_path = s.path;
-  o->socket_mode = 0600;
-  o->socket_gid = (gid_t)-1;
+  uint8_t clients;
   /* Up to 64 KiB: a read buffer holds at most max_message + 64 KiB, which
    * bounds the messages finish() drains one by one. */
   o->max_message = 16 + fuzz_u16(in);
@@ -466,33 +487,68 @@ static void start(fuzz_in_t *in) {
   o->input_limit = 1024 + fuzz_u16(in) * 4u;
   o->output_limit = 1024 + fuzz_u16(in) * 4u;
   o->clients_memory = 4096 + fuzz_u16(in) * 8u;
-  o->max_clients = 1 + fuzz_u8(in) % MAX_CLIENTS;
+  clients = fuzz_u8(in);
+  o->max_clients = 1 + clients % MAX_CLIENTS;
+  s.teardown = clients == 0xff;
   o->client_timeout_ms = 600000; /* no timer may fire: the run must not depend on time */
-  FUZZ_CHECK(uv_loop_init(&s.loop) == 0, "uv_loop_init");
-  FUZZ_CHECK(srv_create(&s.loop, o, &h, &s.srv, &err) == 0 && srv_listen(s.srv, &err) == 0,
-             "the server did not start: %s", err.message);
+  srv_update_options(s.srv, o);
+  FUZZ_CHECK(srv_listen(s.srv, &err) == 0, "the server did not listen: %s", err.message);
 }
 
-/* Every client gone, every message done: the server must let go of all. */
-static void finish(void) {
+/* The input's outcome (fuzz_outcomes): messages handed on; per connection
+ * bytes handed on, answered, read, and fatals.  Not bytes written: into a
+ * failed connection they go until the closer's thread closes its end. */
+static void record_outcome(void) {
+  FILE *f = fuzz_outcomes();
+  if (!f) return;
+  fprintf(f, "delivered %u:", s.delivered);
+  for (const client_t *c = s.clients; c < s.clients + s.nconnects; c++)
+    fprintf(f, " %zu/%zu/%zu/%d", c->ndelivered, c->nanswers, c->nread, c->fatals);
+  fprintf(f, "\n");
+  fflush(f);
+}
+
+static bool all_closed(void) { /* every connection of the input accepted and closed */
+  for (int i = 0; i < s.nconnects; i++)
+    if (!s.clients[i].closed_by_server) return false;
+  return true;
+}
+
+/* Every client gone, every message done: the server must let go of all
+ * the input gave it, and be as it was before the input (handles open). */
+static void finish(unsigned handles_before) {
   srv_memory_t mem;
+  srv_fds_t fds;
   int rounds = 0;
   for (int i = 0; i < s.nconnects; i++) client_close(&s.clients[i]);
   while (s.nheld) done_held(s.nheld - 1, 0, 0);
-  while (srv_client_count(s.srv) > 0 || s.nheld) {
+  /* Once at least: a connection still in the listener's backlog is
+   * accepted (and sees its peer gone) before the next input. */
+  do {
     FUZZ_CHECK(++rounds < 1000, "%u connections stay open after their clients left",
                srv_client_count(s.srv));
     uv_run(&s.loop, UV_RUN_NOWAIT);
     while (s.nheld) done_held(s.nheld - 1, 0, 0);
-  }
+  } while (srv_client_count(s.srv) > 0 || s.nheld || !all_closed());
+  fuzz_loop_settle(&s.loop, handles_before);
   srv_memory(s.srv, &mem);
   FUZZ_CHECK(mem.input == 0 && mem.output == 0, "the server still holds %llu bytes of input and "
              "%llu of output for no client", (unsigned long long)mem.input,
              (unsigned long long)mem.output);
+  srv_fds(s.srv, &fds);
+  FUZZ_CHECK(fds.parked == 0, "%llu passed fds parked for no client",
+             (unsigned long long)fds.parked);
+  FUZZ_CHECK(s.owners == 0, "%d owners were never done", s.owners);
+  s.id_base += (uint64_t)s.nconnects;
+}
+
+/* Close the server and the loop; the next input makes them again. */
+static void teardown(void) {
   srv_close(s.srv);
+  s.srv = NULL;
   uv_run(&s.loop, UV_RUN_DEFAULT);
   FUZZ_CHECK(uv_loop_close(&s.loop) == 0, "a loop handle is still open after srv_close");
-  FUZZ_CHECK(s.owners == 0, "%d owners were never done", s.owners);
+  s.id_base = 0;
 }
 
 static void reset(uint8_t *buffers) {
@@ -510,26 +566,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static uint8_t *buffers;
   fuzz_in_t in = {data, size};
   bool before[FUZZ_FD_SCAN];
+  unsigned handles;
   if (!buffers) {
     log_set_level(LOG_ERR); /* the clients' lines would drown libFuzzer's */
+    (void)fuzz_outcomes(); /* its fd is the process's, not an input's */
     signal(SIGPIPE, SIG_IGN); /* as ptod.c: a peer gone is an error return, not a signal */
     snprintf(s.dir, sizeof s.dir, "/tmp/fuzz_server-XXXXXX");
     FUZZ_CHECK(mkdtemp(s.dir), "mkdtemp: %s", strerror(errno));
     snprintf(s.path, sizeof s.path, "%s/s.sock", s.dir);
     buffers = malloc(2u * STREAM_CAP * MAX_CONNECTS);
     FUZZ_CHECK(buffers, "no memory");
+    open_server();
     reset(buffers); /* one empty run first: what libuv opens once per process stays */
-    start(&in);
-    finish();
+    start(&(fuzz_in_t){NULL, 0});
+    finish(fuzz_loop_handles(&s.loop));
+    fuzz_closer_drain();
   }
-  fuzz_fds_open(before);
+  if (!s.srv) open_server(); /* after a teardown */
   reset(buffers);
+  fuzz_fds_open(before);
+  handles = fuzz_loop_handles(&s.loop);
   start(&in);
   for (int steps = 0; in.left > 0 && steps < 256; steps++) step(&in);
-  finish();
+  finish(handles);
+  record_outcome();
   /* Passed fds and closed connections' sockets are closed on the closer's
    * thread (closer.h): every one of them, before the fd table is checked. */
-  while (closer_pending() > 0) usleep(100);
+  fuzz_closer_drain();
   fuzz_fds_check(before);
+  if (s.teardown) teardown();
   return 0;
 }

@@ -389,6 +389,8 @@ def seeds_server():
     out["reload-fail-close"] = (roomy + connect + connect + write(0, ping * 2) + run
                                 + b"\x08\x03" + u16(16) + b"\x07\x00" + u16(0) + b"\x07\x81" + u16(0)
                                 + run + answer(0, 0) + answer(0, 0) + run)
+    # max_clients byte 0xff: the server is closed after the input, and made again.
+    out["teardown"] = roomy[:-1] + b"\xff" + connect + write(0, ping) + run + answer(0x10, 4) + run + read(0)
     out["corked"] = roomy + connect + write(0, ping * 4) + run + answer(0xd0, 30) * 2 + run + read(0)
     return out
 
@@ -484,6 +486,9 @@ def seeds_requests():
     out["bad-then-stop"] = b"\x10" + piece(request(1, "ping") + request(2, "nosuch") + b"\xc1"
                                            + request(3, "ping"))
     out["split"] = b"\x01" + piece(request(7, "ping")[:3]) + piece(request(7, "ping")[3:])
+    # A buffer left behind: the harness frees it before the next input.
+    out["buffer-left"] = b"\x01" + piece(request(1, "buffer.alloc", {"name": "kept", "bytes": 4096})
+                                         + request(2, "ping"))
     out["not-requests"] = b"\x04" + piece(pack([2, "ping", []]) + pack([1, 9, None, None])
                                           + pack([0, -1, "ping", []]))
     return out
