@@ -194,7 +194,6 @@ static void observe(req_t *req, int code, const rt_arena_result_t *arena, uint64
 /* One dispatch on its way through the device: what each stage leaves for
  * the next.  t_* are 0 for the stages it did not reach. */
 typedef struct dispatch_run {
-  pto_sizing_resolved_t sizing;
   rt_arena_result_t arena;
   rt_run_stats_t stats;
   pto_arg_t *args;
@@ -222,16 +221,16 @@ static int get_arena(req_t *req, dispatch_run_t *run, pto_error_t *err) {
   const char *program = req->params.dispatch.program;
   int rc;
   run->t_arena = dsp_now_ns();
-  rc = rt_ensure_arena(d->device.rt, &run->sizing, buf_room_for_arena(d->device.buffers),
+  rc = rt_ensure_arena(d->device.rt, &req->snap.sizing, buf_room_for_arena(d->device.buffers),
                        &run->arena, err);
   account_arena(d);
   if (rc < 0) return rc;
-  advise_note_arena(d->device.advise, program, &run->sizing,
+  advise_note_arena(d->device.advise, program, &req->snap.sizing,
                     prewarm_record_dispatch(&d->device.prewarm, run->arena.hit), run->arena.hit,
                     run->arena.build_us);
   if (!run->arena.hit) {
     char text[256], tag[REQ_TAG_MAX];
-    pto_sizing_format(&run->sizing, text, sizeof(text));
+    pto_sizing_format(&req->snap.sizing, text, sizeof(text));
     log_client(LOG_INFO, "Built the arena for %s in %llu ms (dispatch of '%s', %s).", text,
                (unsigned long long)(run->arena.build_us / 1000u), program,
                req_tag(req, tag, sizeof(tag)));
@@ -267,7 +266,7 @@ static void take_outputs(req_t *req, dispatch_run_t *run, proto_dispatch_result_
     r->peaks.value[PTO_FIELD_HEAP][rg] = run->stats.peak_heap[rg];
     r->peaks.value[PTO_FIELD_DEP_POOL][rg] = run->stats.peak_dep_pool[rg];
   }
-  advise_record(d->device.advise, p->program, &r->peaks, &run->sizing);
+  advise_record(d->device.advise, p->program, &r->peaks, &req->snap.sizing);
   for (uint32_t i = 0; i < p->nargs; i++) {
     const pto_arg_t *a = &run->args[i];
     bool returned = a->kind == PTO_ARG_INOUT || a->kind == PTO_ARG_OUTPUT;
@@ -307,7 +306,7 @@ static void describe_run(const req_t *req, const dispatch_run_t *run,
   r->arena.hit = run->arena.hit;
   r->arena.build_us = run->arena.build_us;
   r->arena.key = run->arena.key;
-  r->sizing = run->sizing;
+  r->sizing = req->snap.sizing;
   r->timing_us.queue = (req->job.started_ns - req->job.admitted_ns) / 1000u;
   r->timing_us.arena = (run->t_run - run->t_arena) / 1000u;
   r->timing_us.run = (run->t_done - run->t_run) / 1000u;
@@ -335,7 +334,6 @@ static void answer_failure(req_t *req, dispatch_run_t *run, int rc, pto_error_t 
 }
 
 void jobs_dispatch(req_t *req) {
-  const proto_dispatch_params_t *p = &req->params.dispatch;
   proto_result_t result;
   proto_dispatch_result_t *r = &result.dispatch;
   dispatch_run_t run;
@@ -346,7 +344,6 @@ void jobs_dispatch(req_t *req) {
   memset(r, 0, sizeof(*r)); /* the member the answer reads, not the whole union */
   memset(&run, 0, sizeof(run));
   req->d->device.dispatch_seq++;
-  pto_sizing_resolve(&p->config.sizing, &req->d->device.env, &req->snap.baseline, &run.sizing);
   rc = bind_dispatch(req, &run, &err);
   if (rc == 0) rc = get_arena(req, &run, &err);
   if (rc == 0) rc = run_program(req, &run, &err);
@@ -527,14 +524,11 @@ int jobs_prewarm(ptod_t *d, const pto_sizing_resolved_t *sizing, rt_arena_result
 void jobs_prewarm_request(req_t *req) {
   ptod_t *d = req->d;
   proto_result_t result;
-  pto_sizing_resolved_t sizing;
   rt_arena_result_t arena = {0};
   pto_error_t err;
 
   pto_error_clear(&err);
-  pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->device.env, &req->snap.baseline,
-                     &sizing);
-  if (jobs_prewarm(d, &sizing, &arena, &err) < 0) {
+  if (jobs_prewarm(d, &req->snap.sizing, &arena, &err) < 0) {
     encode_error(req, &err);
     return;
   }

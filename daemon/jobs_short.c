@@ -90,14 +90,12 @@ static bool cost_within_budget(const req_t *req) {
 bool jobs_dispatch_is_short(const req_t *req) {
   const ptod_device_t *dev = &req->d->device;
   const proto_dispatch_params_t *p = &req->params.dispatch;
-  pto_sizing_resolved_t sizing;
   rt_cache_stats_t cs;
   if (dfx_wanted(&p->config) || message_bytes(p) > JOBS_SHORT_BYTES) return false;
   rt_cache_stats(dev->rt, &cs);
-  pto_sizing_resolve(&p->config.sizing, &dev->env, &req->snap.baseline, &sizing);
   /* The built arena's sizing itself: equal sizings have equal keys, and
    * hashing this one would cost more than the comparison. */
-  if (!cs.valid || !pto_sizing_equal(&cs.sizing, &sizing)) return false;
+  if (!cs.valid || !pto_sizing_equal(&cs.sizing, &req->snap.sizing)) return false;
   return cost_within_budget(req);
 }
 

@@ -251,12 +251,16 @@ static int req_snapshot(req_t *req, pto_error_t *err) {
   const ptod_t *d = req->d;
   req_snapshot_t *snap = &req->snap;
   int rc;
-  snap->baseline = d->loop.cfg.ring;
   snap->run_timeout_ms = (uint32_t)d->loop.cfg.device.run_timeout_ms;
   snap->deadlock_timeout_ms = (uint32_t)d->loop.cfg.device.deadlock_timeout_ms;
   snap->output_limit = d->loop.cfg.daemon.output_limit;
   snap->device_id = d->loop.cfg.device.id;
+  if (req->method == PROTO_M_PREWARM)
+    pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->device.env, &d->loop.cfg.ring,
+                       &snap->sizing);
   if (!is_dispatch(req)) return 0;
+  pto_sizing_resolve(&req->params.dispatch.config.sizing, &d->device.env, &d->loop.cfg.ring,
+                     &snap->sizing);
   rc = rt_program_get(d->device.rt, req->params.dispatch.program, &snap->program, err);
   if (rc < 0) return rc;
   /* DFX artefacts come back in the result (dfx.h), and as files too where

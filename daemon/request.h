@@ -40,7 +40,9 @@
  * does not change how an admitted request runs. */
 typedef struct req_snapshot {
   const pto_program_t *program; /* a dispatch's, found at admission (programs stay loaded) */
-  pto_sizing_t baseline;        /* the config level ([ring]) */
+  /* A dispatch's or prewarm's ring sizing: its own over [ring], resolved
+   * once here for every path that reads it (jobs.c, jobs_short.c). */
+  pto_sizing_resolved_t sizing;
   uint32_t run_timeout_ms, deadlock_timeout_ms; /* [device] */
   char *diagnostics_dir; /* a copy, when a dispatch asks for DFX artefacts */
   uint64_t diagnostics_max_bytes; /* its quota */
