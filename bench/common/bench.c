@@ -483,16 +483,16 @@ long bench_rss_kib(pid_t pid) {
   return kib;
 }
 
-/* Calls each(path of a thread's directory, sum) for every thread of pid;
- * false when the process is gone. */
-static bool for_each_thread(pid_t pid, void (*each)(const char *dir, uint64_t *sum),
+/* Calls each(path of a thread's directory, sum) for every thread of pid
+ * (none when the process is gone: sum stays as it was). */
+static void for_each_thread(pid_t pid, void (*each)(const char *dir, uint64_t *sum),
                             uint64_t *sum) {
   char path[128];
   struct dirent *e;
   DIR *dir;
   snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
   dir = opendir(path);
-  if (!dir) return false;
+  if (!dir) return;
   while ((e = readdir(dir))) {
     char task[128 + sizeof e->d_name + 1];
     if (e->d_name[0] == '.') continue;
@@ -500,7 +500,6 @@ static bool for_each_thread(pid_t pid, void (*each)(const char *dir, uint64_t *s
     each(task, sum);
   }
   closedir(dir);
-  return true;
 }
 
 /* Room for a thread's directory (for_each_thread) and a file name in it. */
