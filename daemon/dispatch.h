@@ -102,8 +102,9 @@ struct dsp_job {
 
 typedef struct dsp dsp_t;
 
-/* Start the device thread.  `capacity` bounds the jobs waiting, all flows
- * together (not the running one); UINT32_MAX: no bound. */
+/* Start the device thread; returns once its warm-up is done.  `capacity`
+ * bounds the jobs waiting, all flows together (not the running one);
+ * UINT32_MAX: no bound. */
 int dsp_create(uv_loop_t *loop, uint32_t capacity, dsp_t **ret_dsp);
 
 /* Admit a job, or run it on the loop now (its completion called before

@@ -5,9 +5,12 @@
  * short, one submitted while another is in flight, the second of one turn
  * of the loop and one submitted from a completion go to the device
  * thread; a job run on the loop is still dropped past its deadline; a
- * draining dispatcher refuses it. */
+ * draining dispatcher refuses it; dsp_create returns with its thread up. */
 #include <check.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,9 +218,55 @@ START_TEST(draining_refuses_a_short_job) {
 }
 END_TEST
 
+/* Whether a thread of this process is named `name` (the device thread
+ * names itself first thing). */
+static bool thread_named(const char *name) {
+  char path[64], comm[32];
+  bool found = false;
+  struct dirent *e;
+  DIR *dir = opendir("/proc/self/task");
+  ck_assert_ptr_nonnull(dir);
+  while (!found && (e = readdir(dir))) {
+    FILE *f;
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/self/task/%.16s/comm", e->d_name);
+    if (!(f = fopen(path, "r"))) continue;
+    found = fgets(comm, sizeof comm, f) && strncmp(comm, name, strlen(name)) == 0 &&
+            comm[strlen(name)] == '\n';
+    fclose(f);
+  }
+  closedir(dir);
+  return found;
+}
+
+/* dsp_create returns once the device thread has started and warmed up:
+ * nothing of its start-up runs beside the first requests.  On one CPU the
+ * new thread cannot run before this one blocks, so without the wait it
+ * has not even named itself yet. */
+START_TEST(create_returns_with_the_device_thread_up) {
+  uv_loop_t loop;
+  dsp_t *dsp;
+  cpu_set_t one, all;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+  uv_loop_init(&loop);
+  ck_assert_int_eq(dsp_create(&loop, 16, &dsp), 0);
+  ck_assert_msg(thread_named("ptod-device"), "dsp_create returned before its thread started");
+  ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+  destroy(&loop, dsp);
+}
+END_TEST
+
 static Suite *dispatch_loop_suite(void) {
   Suite *s = suite_create("dispatch_loop");
   TCase *tc = tcase_create("dispatch_loop");
+  tcase_add_test(tc, create_returns_with_the_device_thread_up);
   tcase_add_test(tc, short_job_with_the_device_free_runs_on_the_loop);
   tcase_add_test(tc, long_or_unmarked_job_goes_to_the_device_thread);
   tcase_add_test(tc, short_job_waits_behind_a_running_one);
