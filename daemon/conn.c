@@ -391,10 +391,12 @@ static void conn_process(srv_conn_t *conn, uint64_t until) {
 
 /* After EOF: whether the peer only shut down its sending side and still
  * reads (a Unix stream socket whose peer is gone reports POLLHUP; one whose
- * peer called shutdown(SHUT_WR) does not). */
+ * peer called shutdown(SHUT_WR) does not).  Asked with no events: whether
+ * the socket is writable says nothing of it (answers the peer has not read
+ * yet may fill it). */
 static bool peer_still_reads(srv_conn_t *conn) {
-  struct pollfd p = {.fd = conn->fd, .events = POLLOUT};
-  return poll(&p, 1, 0) == 1 && !(p.revents & (POLLHUP | POLLERR));
+  struct pollfd p = {.fd = conn->fd, .events = 0};
+  return poll(&p, 1, 0) >= 0 && !(p.revents & (POLLHUP | POLLERR));
 }
 
 static void conn_on_eof(srv_conn_t *conn) {

@@ -341,6 +341,21 @@ class HalfClosed(harness.DaemonTest):
         self.assertEqual((s["dispatches"]["ok"], s["dispatches"]["rejected"]), (2, 0))
 
 
+    def test_unread_answers_at_the_shut_down_are_still_sent(self):
+        """The same when the answers the client has not read yet fill the
+        daemon's socket when it reads the EOF (the socket is then not
+        writable, and that is not a peer that is gone): 20,000 pings sent,
+        then shutdown(SHUT_WR), then read: 20,000 answers."""
+        n = 20000
+        d = self.daemon()
+        with d.client() as c:
+            c.sock.sendall(b"".join(request(i, "ping") for i in range(n)))
+            c.sock.shutdown(socket.SHUT_WR)
+            msgs = c.read_until_eof()
+        self.assertEqual(len(msgs), n, "answers lost at the client's shutdown(SHUT_WR)")
+        self.assertEqual(sorted(m[1] for m in msgs), list(range(n)))
+
+
 class UnreadResponses(harness.DaemonTest):
     HOGS = 6
     READS = 48
