@@ -255,12 +255,13 @@ static int req_snapshot(req_t *req, pto_error_t *err) {
   snap->deadlock_timeout_ms = (uint32_t)d->loop.cfg.device.deadlock_timeout_ms;
   snap->output_limit = d->loop.cfg.daemon.output_limit;
   snap->device_id = d->loop.cfg.device.id;
-  if (req->method == PROTO_M_PREWARM)
-    pto_sizing_resolve(&req->params.prewarm.config.sizing, &d->device.env, &d->loop.cfg.ring,
-                       &snap->sizing);
+  if (req->method == PROTO_M_PREWARM || is_dispatch(req)) {
+    const pto_sizing_t *asked = req->method == PROTO_M_PREWARM
+                                    ? &req->params.prewarm.config.sizing
+                                    : &req->params.dispatch.config.sizing;
+    pto_sizing_resolve(asked, &d->device.env, &d->loop.cfg.ring, &snap->sizing);
+  }
   if (!is_dispatch(req)) return 0;
-  pto_sizing_resolve(&req->params.dispatch.config.sizing, &d->device.env, &d->loop.cfg.ring,
-                     &snap->sizing);
   rc = rt_program_get(d->device.rt, req->params.dispatch.program, &snap->program, err);
   if (rc < 0) return rc;
   /* DFX artefacts come back in the result (dfx.h), and as files too where

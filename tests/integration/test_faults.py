@@ -340,7 +340,6 @@ class HalfClosed(harness.DaemonTest):
         s = d.status()
         self.assertEqual((s["dispatches"]["ok"], s["dispatches"]["rejected"]), (2, 0))
 
-
     def test_unread_answers_at_the_shut_down_are_still_sent(self):
         """The same when the answers the client has not read yet fill the
         daemon's socket when it reads the EOF (the socket is then not
