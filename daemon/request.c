@@ -255,18 +255,17 @@ static int req_snapshot(req_t *req, pto_error_t *err) {
   snap->deadlock_timeout_ms = (uint32_t)d->loop.cfg.device.deadlock_timeout_ms;
   snap->output_limit = d->loop.cfg.daemon.output_limit;
   snap->device_id = d->loop.cfg.device.id;
-  if (req->method == PROTO_M_PREWARM || is_dispatch(req)) {
-    const pto_sizing_t *asked = req->method == PROTO_M_PREWARM
-                                    ? &req->params.prewarm.config.sizing
-                                    : &req->params.dispatch.config.sizing;
-    pto_sizing_resolve(asked, &d->device.env, &d->loop.cfg.ring, &snap->sizing);
-  }
+  /* The RunConfig of the two methods that carry one. */
+  const proto_config_t *run = req->method == PROTO_M_PREWARM ? &req->params.prewarm.config
+                              : is_dispatch(req)              ? &req->params.dispatch.config
+                                                              : NULL;
+  if (run) pto_sizing_resolve(&run->sizing, &d->device.env, &d->loop.cfg.ring, &snap->sizing);
   if (!is_dispatch(req)) return 0;
   rc = rt_program_get(d->device.rt, req->params.dispatch.program, &snap->program, err);
   if (rc < 0) return rc;
   /* DFX artefacts come back in the result (dfx.h), and as files too where
    * there is a diagnostics_dir. */
-  if (dfx_wanted(&req->params.dispatch.config) && d->loop.cfg.daemon.diagnostics_dir[0]) {
+  if (dfx_wanted(run) && d->loop.cfg.daemon.diagnostics_dir[0]) {
     snap->diagnostics_max_bytes = d->loop.cfg.daemon.diagnostics_max_bytes;
     snap->diagnostics_max_files = d->loop.cfg.daemon.diagnostics_max_files;
     snap->diagnostics_dir = strdup(d->loop.cfg.daemon.diagnostics_dir);
