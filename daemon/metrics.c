@@ -309,7 +309,7 @@ char *metrics_render(metrics_t *m, const metrics_snapshot_t *s, size_t *ret_len)
   }
   head(&t, "ptod_errors_total", "counter", "Errors answered, by name.");
   /* The table's rows, not every code below MAX_CODE looked up in it: a
-   * lookup per code was 35,000 comparisons a render. */
+   * lookup per code was about 32,000 comparisons a render. */
 #define ERROR_LINE_(name, code, msg)                                                               \
   if ((code) < MAX_CODE)                                                                           \
     tb_put(&t, "ptod_errors_total{name=\"%s\"} %" PRIu64 "\n", #name, copy.errors[code]);
